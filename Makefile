@@ -1,0 +1,191 @@
+# aifactory.topology developer entry points.
+#
+#   make example   set everything up, then run playbooks/site.yml on inventories/example
+#   make test      set everything up, then run the whole suite (what CI runs via .ci/run)
+#
+# Every tool comes from .venv (created here from tests/requirements.txt). The collection is
+# visible to Ansible and to Python as ansible_collections.aifactory.topology through the
+# symlink .collections/ansible_collections/aifactory/topology -> this checkout.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+PYTHON ?= python3
+VENV := $(ROOT)/.venv
+VENV_STAMP := $(VENV)/.requirements.sha256
+REQUIREMENTS := tests/requirements.txt requirements.txt
+COLLECTIONS := $(ROOT)/.collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/aifactory/topology
+OUTPUT := $(ROOT)/tests/output
+# Debian packages the Slurm test bed (debootstrap, lua5.4) and the shellcheck sanity test need.
+APT_PACKAGES := debootstrap lua5.4 shellcheck
+SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
+
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+# Explicit, so the checkout's ansible.cfg applies even where Ansible would ignore it
+# (for example a world-writable working directory).
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+ifdef CI
+export ANSIBLE_NOCOLOR := 1
+endif
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export DEBIAN_FRONTEND := noninteractive
+
+# Steps of `make test`, in order; the first failure stops the run.
+TEST_STEPS := units integration sanity lint build
+
+.PHONY: help setup venv link system-packages testbed example test units integration \
+        sanity lint build bench clean
+
+help:
+	@echo "make example      set up, then: ansible-playbook -i inventories/example playbooks/site.yml"
+	@echo "make test         set up, then run: $(TEST_STEPS)"
+	@echo "make setup        .venv, .collections link, Debian packages and the Slurm chroot (root)"
+	@echo "make units | integration | sanity | lint | build | bench | clean"
+
+## Setup ------------------------------------------------------------------------------
+
+setup: venv link system-packages testbed
+	@echo "setup: done"
+
+# Idempotent: reinstalls only when the requirement files change (hash in $(VENV_STAMP)).
+venv:
+	@cd "$(ROOT)"; \
+	if [ ! -x "$(VENV)/bin/python" ]; then \
+	  echo "setup: creating $(VENV) with $$($(PYTHON) --version)"; \
+	  $(PYTHON) -m venv "$(VENV)"; \
+	fi; \
+	want=$$(cat $(REQUIREMENTS) | sha256sum | cut -d' ' -f1); \
+	if [ "$$(cat "$(VENV_STAMP)" 2>/dev/null)" != "$$want" ]; then \
+	  echo "setup: installing tests/requirements.txt into .venv"; \
+	  "$(VENV)/bin/python" -m pip install --quiet -r tests/requirements.txt; \
+	  echo "$$want" > "$(VENV_STAMP)"; \
+	else \
+	  echo "setup: .venv is up to date"; \
+	fi
+
+link:
+	@mkdir -p "$(dir $(COLLECTION_LINK))"
+	@if [ "$$(readlink "$(COLLECTION_LINK)" 2>/dev/null)" != "../../.." ]; then \
+	  ln -sfn ../../.. "$(COLLECTION_LINK)"; \
+	  echo "setup: linked .collections/ansible_collections/aifactory/topology -> ../../.."; \
+	fi
+
+system-packages:
+	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; \
+	missing=; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: apt-get install$$missing"; \
+	  apt-get update -qq; \
+	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+testbed: venv
+	@if [ "$$(id -u)" = 0 ]; then \
+	  echo "setup: Slurm test bed (built once, about a minute; cached in $(SLURM_CACHE))"; \
+	  "$(VENV)/bin/python" "$(ROOT)/tools/slurm_testbed.py" build; \
+	else \
+	  echo "************************************************************************"; \
+	  echo "* NOTE: not running as root, so the Slurm test bed (a Debian sid chroot"; \
+	  echo "* with a real slurmctld) cannot be built: the tests marked 'slurm' will"; \
+	  echo "* be SKIPPED. Run as root for the full suite."; \
+	  echo "************************************************************************"; \
+	fi
+
+## Main job ---------------------------------------------------------------------------
+
+example: setup
+	cd "$(ROOT)" && ansible-playbook -i inventories/example playbooks/site.yml
+
+## Test suite -------------------------------------------------------------------------
+
+# Runs the steps in order, stops at the first failure, and always ends with a plain
+# summary (step logs are kept under tests/output/).
+test: setup
+	@mkdir -p "$(OUTPUT)"; \
+	rc=0; failed=; lines=(); \
+	for step in $(TEST_STEPS); do \
+	  if [ -n "$$failed" ]; then lines+=("$$(printf '%-12s %s' "$$step" 'not run')"); continue; fi; \
+	  echo; echo "==> make $$step"; start=$$SECONDS; \
+	  if $(MAKE) -C "$(ROOT)" $$step; then status=passed; else rc=$$?; status=FAILED; failed=$$step; fi; \
+	  detail=; \
+	  if [ -f "$(OUTPUT)/$$step.log" ]; then \
+	    detail=$$(sed -E 's/\x1b\[[0-9;]*m//g' "$(OUTPUT)/$$step.log" \
+	      | grep -aE '^=+ .* in [0-9.]+s|^(Passed|Failed): |^FATAL: |^build: .* OK|^ERROR: pytest' \
+	      | tail -1 | sed -E 's/^=+ //; s/ =+$$//' | cut -c1-100 || true); \
+	  fi; \
+	  lines+=("$$(printf '%-12s %-7s %5ss  %s' "$$step" "$$status" "$$((SECONDS - start))" "$$detail")"); \
+	done; \
+	echo; echo "==================== make test summary ===================="; \
+	printf '%s\n' "$${lines[@]}"; \
+	if [ "$$(id -u)" != 0 ]; then echo "NOTE: not root: Slurm tests were skipped"; fi; \
+	if [ -n "$$failed" ]; then echo "RESULT: FAILED at '$$failed' (exit $$rc)"; else echo "RESULT: all steps passed"; fi; \
+	exit $$rc
+
+# pytest wrapper: logs to tests/output/<name>.log; exit code 5 ("no tests collected") fails loudly.
+define pytest
+	@mkdir -p "$(OUTPUT)"
+	@cd "$(ROOT)"; set +e; \
+	PYTHONPATH="$(COLLECTIONS)" "$(VENV)/bin/python" -m pytest $(1) $(PYTEST_ARGS) 2>&1 | tee "$(OUTPUT)/$(2).log"; \
+	rc=$${PIPESTATUS[0]}; set -e; \
+	if [ "$$rc" = 5 ]; then echo "ERROR: pytest collected no tests from $(1) (exit 5); failing." | tee -a "$(OUTPUT)/$(2).log"; fi; \
+	exit $$rc
+endef
+
+units: venv link
+	$(call pytest,tests/unit,units)
+
+integration: venv link
+	$(call pytest,tests/integration,integration)
+
+sanity: venv
+	@mkdir -p "$(OUTPUT)"
+	@"$(ROOT)/tests/sanity.sh" 2>&1 | tee "$(OUTPUT)/sanity.log"
+
+lint: venv
+	@mkdir -p "$(OUTPUT)"
+	@cd "$(ROOT)" && "$(VENV)/bin/ansible-lint" --offline $(if $(CI),--nocolor,) 2>&1 | tee "$(OUTPUT)/lint.log"
+
+# Build the artifact, install it into a scratch collections path and check that
+# ansible-doc finds the module there (not in this checkout).
+build: venv
+	@cd "$(ROOT)"; rm -rf build; mkdir -p build "$(OUTPUT)"; \
+	ansible-galaxy collection build --force --output-path build . | tee "$(OUTPUT)/build.log"; \
+	artifact=$$(ls build/aifactory-topology-*.tar.gz); \
+	listing=$$(tar -tzf "$$artifact"); \
+	if grep -E '^(\.venv|\.collections|\.git|\.ci|build|tests/output)(/|$$)' <<<"$$listing"; then \
+	  echo "ERROR: $$artifact contains development state (listed above)"; exit 1; \
+	fi; \
+	for f in meta/runtime.yml meta/execution-environment.yml requirements.txt bindep.txt LICENSE; do \
+	  grep -qx "$$f" <<<"$$listing" || { echo "ERROR: $$artifact lacks $$f"; exit 1; }; \
+	done; \
+	scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
+	cd "$$scratch"; \
+	export ANSIBLE_COLLECTIONS_PATH="$$scratch" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false; \
+	unset PYTHONPATH ANSIBLE_CONFIG; \
+	ansible-galaxy collection install --offline -p "$$scratch" "$(ROOT)/$$artifact" >/dev/null; \
+	ansible-doc -t module -l aifactory.topology > list.txt; \
+	grep -q '^aifactory\.topology\.topology_info ' list.txt || { \
+	  echo "ERROR: ansible-doc does not list aifactory.topology.topology_info from the installed artifact"; \
+	  cat list.txt; exit 1; }; \
+	ansible-doc --json aifactory.topology.topology_info \
+	  | "$(VENV)/bin/python" -c 'import json, sys; d = json.load(sys.stdin)["aifactory.topology.topology_info"]["doc"]; \
+	    assert d["filename"].startswith(sys.argv[1]), d["filename"]; print("build: ansible-doc reads", d["filename"])' "$$scratch" \
+	  | tee -a "$(OUTPUT)/build.log"; \
+	echo "build: $$artifact OK ($$(wc -l <<<"$$listing") entries)" | tee -a "$(OUTPUT)/build.log"
+
+## Other ------------------------------------------------------------------------------
+
+bench: venv link
+	cd "$(ROOT)" && PYTHONPATH="$(COLLECTIONS)" "$(VENV)/bin/python" bench/run.py
+
+# Never touches the Slurm chroot cache in $(SLURM_CACHE).
+clean:
+	cd "$(ROOT)" && rm -rf .venv .collections build
