@@ -1,0 +1,284 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The canonical topology model every provider produces and every engine consumes.
+
+A forest of switches (each switch knows its parent; tier 0 is the switch nearest a node,
+growing outward), accelerator domains (one NVLink domain, e.g. an NVL72 rack) with
+optional sub-domains, and the nodes. ``domain_order`` lists domains in physical order,
+including declared domains that have no nodes yet (day-2 placeholders).
+
+The compact JSON form groups nodes that share switch, domain, sub-domain and labels
+into one hostlist expression, so a 100k-node model is a few hundred KB.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+
+COMPACT_FORMAT = "aifactory.topology/v1"
+
+
+class TopologyError(ValueError):
+    """Invalid topology input; the message names the offending switch, node, domain or field."""
+
+
+class Switch:
+    __slots__ = ("id", "name", "parent")
+
+    def __init__(self, switch_id: str, parent: str | None = None, name: str | None = None):
+        self.id = switch_id
+        self.parent = parent
+        self.name = name  # display name (e.g. a normalised or NetQ name); the id stays the key
+
+
+class Node:
+    __slots__ = ("name", "switch", "domain", "sub_domain", "labels")
+
+    def __init__(self, name, switch=None, domain=None, sub_domain=None, labels=None):
+        self.name = name
+        self.switch = switch
+        self.domain = domain
+        self.sub_domain = sub_domain
+        self.labels = labels or {}
+
+
+class Topology:
+    """Switch forest + domains + nodes. Build it through the add_* methods, then validate()."""
+
+    def __init__(self):
+        self.switches: dict[str, Switch] = {}
+        self.nodes: dict[str, Node] = {}
+        self.domain_order: list[str] = []
+        self._declared_by: dict[str, str] = {}
+
+    # -- building -----------------------------------------------------------------------
+
+    def add_switch(self, switch_id, parent=None, name=None, source="switch"):
+        """Add a switch or attach a parent to a known one; a second, different parent is an error."""
+        _require_name(switch_id, source)
+        if parent is not None:
+            _require_name(parent, f"parent of switch {switch_id!r}")
+        switch = self.switches.get(switch_id)
+        if switch is None:
+            self.switches[switch_id] = Switch(switch_id, parent, name)
+            return
+        if parent is not None:
+            if switch.parent is not None and switch.parent != parent:
+                raise TopologyError(
+                    f"switch {switch_id!r} has two parents: {switch.parent!r} and {parent!r}"
+                )
+            switch.parent = parent
+        if name is not None:
+            switch.name = name
+
+    def add_node(self, name, switch=None, domain=None, sub_domain=None, labels=None, source="node"):
+        _require_name(name, source)
+        for value, what in ((switch, "switch"), (domain, "domain"), (sub_domain, "sub_domain")):
+            if value is not None:
+                _require_name(value, f"{what} of node {name!r}")
+        if sub_domain is not None and domain is None:
+            raise TopologyError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
+        known = self.nodes.get(name)
+        if known is None:
+            self.nodes[name] = Node(name, switch, domain, sub_domain, dict(labels or {}))
+            return
+        if switch is not None and known.switch is not None and known.switch != switch:
+            raise TopologyError(f"node {name!r} is under two leaf switches: {known.switch!r} and {switch!r}")
+        if domain is not None and known.domain is not None and known.domain != domain:
+            raise TopologyError(f"node {name!r} is in two domains: {known.domain!r} and {domain!r}")
+        known.switch = known.switch or switch
+        known.domain = known.domain or domain
+        known.sub_domain = known.sub_domain or sub_domain
+        known.labels.update(labels or {})
+
+    def declare_domain(self, domain, source="domain"):
+        """Declare a domain at the next physical position (it may have no nodes yet)."""
+        _require_name(domain, source)
+        if domain in self._declared_by:
+            raise TopologyError(f"domain {domain!r} is declared twice ({self._declared_by[domain]} and {source})")
+        self._declared_by[domain] = source
+        self.domain_order.append(domain)
+
+    # -- queries ------------------------------------------------------------------------
+
+    def children(self) -> dict[str, list[str]]:
+        """Switch id -> child switch ids (unsorted); roots under the key None."""
+        result: dict[str | None, list[str]] = {None: []}
+        for switch in self.switches.values():
+            result.setdefault(switch.parent, []).append(switch.id)
+        return result
+
+    def nodes_by_switch(self) -> dict[str | None, list[str]]:
+        result: dict[str | None, list[str]] = {}
+        for node in self.nodes.values():
+            result.setdefault(node.switch, []).append(node.name)
+        return result
+
+    def domains(self) -> dict[str, list[str]]:
+        """Domain -> member node names, for every domain with nodes."""
+        result: dict[str, list[str]] = {}
+        for node in self.nodes.values():
+            if node.domain is not None:
+                result.setdefault(node.domain, []).append(node.name)
+        return result
+
+    def path(self, switch_id: str | None) -> list[str]:
+        """Switch ids from ``switch_id`` (tier 0) up to its root."""
+        path = []
+        while switch_id is not None:
+            path.append(switch_id)
+            switch_id = self.switches[switch_id].parent
+        return path
+
+    # -- validation ---------------------------------------------------------------------
+
+    def validate(self) -> "Topology":
+        if not self.nodes:
+            raise TopologyError("the topology is empty: it has no nodes")
+        self.check_switch_forest()
+        for node in self.nodes.values():
+            if node.switch is not None and node.switch not in self.switches:
+                raise TopologyError(f"node {node.name!r} refers to unknown switch {node.switch!r}")
+        return self
+
+    def check_switch_forest(self) -> None:
+        """Every parent exists and no switch is its own ancestor; path() relies on both."""
+        for switch in self.switches.values():
+            if switch.parent is not None and switch.parent not in self.switches:
+                raise TopologyError(f"switch {switch.id!r} refers to unknown parent switch {switch.parent!r}")
+        self._check_cycles()
+
+    def _check_cycles(self) -> None:
+        done: set[str] = set()
+        for start in self.switches:
+            seen_here = []
+            current = start
+            on_path = set()
+            while current is not None and current not in done:
+                if current in on_path:
+                    cycle = seen_here[seen_here.index(current):] + [current]
+                    raise TopologyError("switch cycle: " + " -> ".join(cycle))
+                on_path.add(current)
+                seen_here.append(current)
+                current = self.switches[current].parent
+            done.update(seen_here)
+
+    # -- compact JSON form ----------------------------------------------------------------
+
+    def to_compact(self) -> dict:
+        groups: dict[tuple, list[str]] = {}
+        for node in self.nodes.values():
+            key = (node.domain or "", node.switch or "", node.sub_domain or "", tuple(sorted(node.labels.items())))
+            groups.setdefault(key, []).append(node.name)
+        node_groups = []
+        for key in sorted(groups, key=lambda k: (hostlist.natural_key(k[0]), hostlist.natural_key(k[1]), k[2], k[3])):
+            domain, switch, sub_domain, labels = key
+            group = {"nodes": hostlist.compress(groups[key])}
+            if switch:
+                group["switch"] = switch
+            if domain:
+                group["domain"] = domain
+            if sub_domain:
+                group["sub_domain"] = sub_domain
+            if labels:
+                group["labels"] = dict(labels)
+            node_groups.append(group)
+        compact = {
+            "format": COMPACT_FORMAT,
+            "switches": {sid: self.switches[sid].parent for sid in sorted(self.switches, key=hostlist.natural_key)},
+            "nodes": node_groups,
+        }
+        names = {sid: sw.name for sid, sw in self.switches.items() if sw.name is not None}
+        if names:
+            compact["switch_names"] = dict(sorted(names.items()))
+        if self.domain_order:
+            compact["domain_order"] = list(self.domain_order)
+        return compact
+
+    @classmethod
+    def from_compact(cls, data) -> "Topology":
+        """Parse and validate the compact form; errors name the field (``nodes[3].nodes``)."""
+        if not isinstance(data, dict):
+            raise TopologyError(f"model must be a mapping in the {COMPACT_FORMAT} form, got {type(data).__name__}")
+        if data.get("format") != COMPACT_FORMAT:
+            raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {data.get('format')!r}")
+        unknown = set(data) - {"format", "switches", "switch_names", "nodes", "domain_order"}
+        if unknown:
+            raise TopologyError(f"model has unknown fields: {', '.join(sorted(unknown))}")
+        topo = cls()
+        switches = data.get("switches") or {}
+        if not isinstance(switches, dict):
+            raise TopologyError("model.switches must be a mapping of switch id to parent id (or null)")
+        names = data.get("switch_names") or {}
+        if not isinstance(names, dict):
+            raise TopologyError("model.switch_names must be a mapping of switch id to display name")
+        for switch_id, parent in switches.items():
+            if parent is not None and not isinstance(parent, str):
+                raise TopologyError(f"model.switches[{switch_id!r}] must be a parent id or null, got {parent!r}")
+            topo.add_switch(switch_id, parent, source=f"model.switches[{switch_id!r}]")
+        for switch_id, name in names.items():
+            if switch_id not in topo.switches:
+                raise TopologyError(f"model.switch_names names unknown switch {switch_id!r}")
+            _require_name(name, f"model.switch_names[{switch_id!r}]")
+            topo.switches[switch_id].name = name
+        groups = data.get("nodes")
+        if not isinstance(groups, list):
+            raise TopologyError("model.nodes must be a list of node groups")
+        for index, group in enumerate(groups):
+            where = f"model.nodes[{index}]"
+            if not isinstance(group, dict):
+                raise TopologyError(f"{where} must be a mapping")
+            extra = set(group) - {"nodes", "switch", "domain", "sub_domain", "labels"}
+            if extra:
+                raise TopologyError(f"{where} has unknown fields: {', '.join(sorted(extra))}")
+            try:
+                members = hostlist.expand(group.get("nodes"))
+            except hostlist.HostlistError as exc:
+                raise TopologyError(f"{where}.nodes: {exc}") from None
+            if not members:
+                raise TopologyError(f"{where}.nodes is empty")
+            labels = group.get("labels") or {}
+            if not isinstance(labels, dict):
+                raise TopologyError(f"{where}.labels must be a mapping")
+            for name in members:
+                topo.add_node(name, group.get("switch"), group.get("domain"), group.get("sub_domain"),
+                              labels, source=f"{where}.nodes")
+        for index, domain in enumerate(data.get("domain_order") or []):
+            topo.declare_domain(domain, source=f"model.domain_order[{index}]")
+        return topo.validate()
+
+    def summary(self) -> dict:
+        domains = self.domains()
+        declared = set(self.domain_order)
+        return {
+            "nodes": len(self.nodes),
+            "switches": len(self.switches),
+            "domains": len(domains),
+            "placeholder_domains": sorted(declared - set(domains), key=hostlist.natural_key),
+            "nodes_without_domain": sum(1 for node in self.nodes.values() if node.domain is None),
+            "nodes_without_switch": sum(1 for node in self.nodes.values() if node.switch is None),
+        }
+
+
+def _require_name(value, what) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise TopologyError(f"{what}: name must be a non-empty string, got {value!r}")
+
+
+def normalize_switch_names(topology):
+    """Give switches Topograph's normalised display names ``switch.<tier+1>.<n>`` (OCI family).
+
+    Nodes are ordered by their switch path from the highest tier down, then by name; each
+    switch is numbered within its tier in the order first met (topograph: ClusterTopology.ToGraph).
+    """
+    paths = {name: topology.path(node.switch) for name, node in topology.nodes.items() if node.switch}
+    counters: dict[int, int] = {}
+    named: set[str] = set()
+    for name in sorted(paths, key=lambda n: (list(reversed(paths[n])), n)):
+        for tier, switch_id in enumerate(paths[name]):
+            if switch_id in named:
+                continue
+            named.add(switch_id)
+            counters[tier] = counters.get(tier, 0) + 1
+            topology.switches[switch_id].name = f"switch.{tier + 1}.{counters[tier]}"
+    return topology

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils._model import COMPACT_FORMAT, Topology, TopologyError
+
+
+def small():
+    topo = Topology()
+    topo.add_switch("core")
+    topo.add_switch("leaf1", parent="core")
+    topo.add_switch("leaf2", parent="core", name="L2")
+    topo.declare_domain("rack01")
+    topo.declare_domain("rack02")
+    topo.declare_domain("rack03")
+    for i in range(1, 5):
+        topo.add_node(f"n{i:02d}", "leaf1", "rack01", labels={"zone": "a"})
+    for i in range(5, 8):
+        topo.add_node(f"n{i:02d}", "leaf2", "rack02", sub_domain="tray1")
+    topo.add_node("login1", "leaf2")
+    topo.add_node("svc1")
+    return topo.validate()
+
+
+def test_path_runs_from_tier_zero_outward():
+    topo = small()
+    assert topo.path("leaf2") == ["leaf2", "core"]
+    assert topo.path(None) == []
+
+
+def test_compact_form_round_trips_and_groups_nodes_by_hostlist():
+    topo = small()
+    compact = topo.to_compact()
+    assert compact["format"] == COMPACT_FORMAT
+    assert {"nodes": "n[01-04]", "switch": "leaf1", "domain": "rack01", "labels": {"zone": "a"}} in compact["nodes"]
+    assert compact["switch_names"] == {"leaf2": "L2"}
+    assert compact["domain_order"] == ["rack01", "rack02", "rack03"]
+    again = Topology.from_compact(json.loads(json.dumps(compact)))
+    assert again.to_compact() == compact
+    assert again.nodes["n05"].sub_domain == "tray1"
+    assert again.switches["leaf2"].name == "L2"
+
+
+def test_summary_counts_placeholders_and_loose_nodes():
+    summary = small().summary()
+    assert summary == {"nodes": 9, "switches": 3, "domains": 2, "placeholder_domains": ["rack03"],
+                       "nodes_without_domain": 2, "nodes_without_switch": 1}
+
+
+def test_cycle_is_named():
+    topo = Topology()
+    topo.add_switch("a", parent="b")
+    topo.add_switch("b", parent="c")
+    topo.add_switch("c", parent="a")
+    topo.add_node("n1", "a")
+    with pytest.raises(TopologyError, match="switch cycle: .*a.*b.*c"):
+        topo.validate()
+
+
+def test_second_parent_is_named():
+    topo = Topology()
+    topo.add_switch("leaf", parent="spine1")
+    with pytest.raises(TopologyError, match="switch 'leaf' has two parents: 'spine1' and 'spine2'"):
+        topo.add_switch("leaf", parent="spine2")
+
+
+def test_unknown_switch_references_are_named():
+    topo = Topology()
+    topo.add_switch("leaf", parent="ghost")
+    topo.add_node("n1", "leaf")
+    with pytest.raises(TopologyError, match="switch 'leaf' refers to unknown parent switch 'ghost'"):
+        topo.validate()
+    topo = Topology()
+    topo.add_node("n1", "nowhere")
+    with pytest.raises(TopologyError, match="node 'n1' refers to unknown switch 'nowhere'"):
+        topo.validate()
+
+
+def test_node_in_two_domains_or_two_leaves_is_named():
+    topo = Topology()
+    topo.add_node("n1", "leaf1", "rack01")
+    with pytest.raises(TopologyError, match="node 'n1' is in two domains: 'rack01' and 'rack02'"):
+        topo.add_node("n1", None, "rack02")
+    with pytest.raises(TopologyError, match="node 'n1' is under two leaf switches: 'leaf1' and 'leaf9'"):
+        topo.add_node("n1", "leaf9", None)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda t: t.add_switch(""), "switch: name must be a non-empty string"),
+    (lambda t: t.add_node("  "), "node: name must be a non-empty string"),
+    (lambda t: t.add_node("n1", domain=""), "domain of node 'n1'"),
+    (lambda t: t.add_node("n1", sub_domain="x"), "sub_domain 'x' but no domain"),
+    (lambda t: t.declare_domain(None), "domain: name must be"),
+])
+def test_empty_names_are_rejected(call, message):
+    with pytest.raises(TopologyError, match=message):
+        call(Topology())
+
+
+def test_empty_model_is_rejected():
+    with pytest.raises(TopologyError, match="the topology is empty"):
+        Topology().validate()
+
+
+def test_domain_declared_twice_is_rejected():
+    topo = Topology()
+    topo.declare_domain("rack01")
+    with pytest.raises(TopologyError, match="domain 'rack01' is declared twice"):
+        topo.declare_domain("rack01")
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "model must be a mapping"),
+    ({"format": "v0", "nodes": []}, "model.format must be"),
+    ({"format": COMPACT_FORMAT, "nodes": [], "extra": 1}, "unknown fields: extra"),
+    ({"format": COMPACT_FORMAT, "nodes": {}}, "model.nodes must be a list"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n[1-"}]}, r"model.nodes\[0\].nodes: unbalanced"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1", "rack": "x"}]}, r"model.nodes\[0\] has unknown fields: rack"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": ""}]}, r"model.nodes\[0\].nodes is empty"),
+    ({"format": COMPACT_FORMAT, "nodes": []}, "the topology is empty"),
+    ({"format": COMPACT_FORMAT, "switches": {"a": 3}, "nodes": [{"nodes": "n1"}]}, r"model.switches\['a'\]"),
+    ({"format": COMPACT_FORMAT, "switch_names": {"x": "y"}, "nodes": [{"nodes": "n1"}]}, "unknown switch 'x'"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1", "domain": "a"}, {"nodes": "n1", "domain": "b"}]},
+     "node 'n1' is in two domains"),
+])
+def test_compact_form_errors_name_the_field(data, message):
+    with pytest.raises(TopologyError, match=message):
+        Topology.from_compact(data)
