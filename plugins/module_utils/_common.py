@@ -1,0 +1,33 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs and input handling shared by the modules."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _providers
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+
+PROVIDER_ARG_SPEC = {
+    "provider": {
+        "type": "dict",
+        "options": {
+            "name": {"type": "str", "required": True},
+            "params": {"type": "dict", "default": {}},
+            "creds": {"type": "dict", "default": {}, "no_log": True},
+        },
+    },
+}
+
+
+def provider_arg_spec():
+    return copy.deepcopy(PROVIDER_ARG_SPEC)
+
+
+def load_topology(module):
+    """The validated Topology from ``provider`` (discovery) or ``model`` (compact form)."""
+    if module.params.get("model") is not None:
+        return Topology.from_compact(module.params["model"])
+    provider = module.params["provider"]
+    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=module.warn)

@@ -1,0 +1,123 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the slurm_topology module does, without Ansible: options -> file content -> guarded write."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
+TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
+
+
+def build_specs(topologies, resolve_partition):
+    """TopologySpec objects from the ``topologies`` option; partitions resolved through scontrol."""
+    if not isinstance(topologies, dict) or not topologies:
+        raise TopologyError("topologies must be a mapping of topology name to its settings")
+    specs = []
+    for name, settings in topologies.items():
+        where = f"topologies.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(name)):
+            raise TopologyError(f"{where}: topology names may use letters, digits, '_', '.' and '-' only")
+        settings = settings or {}
+        if not isinstance(settings, dict):
+            raise TopologyError(f"{where} must be a mapping")
+        unknown = set(settings) - TOPOLOGY_KEYS
+        if unknown:
+            raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(unknown))}")
+        if settings.get("nodes") and settings.get("partition"):
+            raise TopologyError(f"{where}: set nodes or partition, not both")
+        nodes = None
+        if settings.get("nodes"):
+            try:
+                nodes = hostlist.expand(settings["nodes"])
+            except hostlist.HostlistError as exc:
+                raise TopologyError(f"{where}.nodes: {exc}") from None
+        elif settings.get("partition"):
+            nodes = resolve_partition(str(settings["partition"]))
+        cluster_default = settings.get("cluster_default", False)
+        if not isinstance(cluster_default, bool):
+            raise TopologyError(f"{where}.cluster_default must be true or false")
+        specs.append(slurm.TopologySpec(str(name), settings.get("plugin") or "", nodes,
+                                        settings.get("block_sizes"), cluster_default))
+    return specs
+
+
+def parse_partition_nodes(partition, scontrol_output):
+    """Node names from ``scontrol show partition -o <p>``; None when the partition holds ALL nodes."""
+    match = re.search(r"(?:^|\s)Nodes=(\S*)", scontrol_output)
+    if match is None:
+        raise TopologyError(f"partition {partition!r}: scontrol printed no Nodes= field")
+    value = match.group(1)
+    if value in ("", "NONE", "(null)"):
+        return []
+    if value == "ALL":
+        return None
+    return hostlist.expand(value)
+
+
+def render(topology, params, resolve_partition, warn):
+    """(content without header, summary) for the module's options."""
+    options = slurm.BlockOptions(params.get("block_sizes"), params.get("domain_order"),
+                                 params.get("block_naming") or "domain", params.get("block_name_pattern"))
+    topologies = params.get("topologies")
+    if topologies:
+        if params.get("plugin"):
+            raise TopologyError("set plugin (topology.conf) or topologies (topology.yaml), not both")
+        specs = build_specs(topologies, resolve_partition)
+        content = slurm.render_topology_yaml(topology, specs, options, warn=warn)
+        summary = {"format": "topology.yaml", "topologies": sorted(spec.name for spec in specs)}
+    elif (params.get("plugin") or "topology/tree") == "topology/block":
+        content = slurm.render_block_conf(topology, options, warn=warn)
+        blocks, _sizes = slurm.plan_blocks(topology, options)
+        summary = {
+            "format": "topology.conf", "plugin": "topology/block",
+            "blocks": len(blocks),
+            "placeholders": [block.name for block in blocks if not block.nodes],
+        }
+    else:
+        if params.get("block_sizes"):
+            raise TopologyError("block_sizes applies to plugin topology/block only")
+        content = slurm.render_tree_conf(topology, params.get("no_topology_switch"), warn=warn)
+        summary = {"format": "topology.conf", "plugin": "topology/tree"}
+    summary.update(topology.summary())
+    return content, summary
+
+
+def with_header(content, header):
+    return f"{header}\n{content}" if header else content
+
+
+def check_shrink(current, content, max_node_loss, force):
+    """Refuse a new file that loses too many of the nodes the current one holds.
+
+    Returns a warning or None; raises TopologyError when the write must not happen.
+    """
+    if current is None:
+        return None
+    try:
+        before = slurm.nodes_in_file(current)
+    except (TopologyError, hostlist.HostlistError) as exc:
+        return f"the shrink guard could not read the current file ({exc}); it was not applied"
+    if not before:
+        return None
+    after = slurm.nodes_in_file(content)
+    if not after:
+        raise TopologyError(
+            f"refusing to replace a file that places {len(before)} nodes with one that places none "
+            "(an empty discovery never overwrites a good file; remove the file first if this is intended)"
+        )
+    lost = before - after
+    share = 100.0 * len(lost) / len(before)
+    if share > max_node_loss:
+        if not force:
+            raise TopologyError(
+                f"refusing to drop {len(lost)} of {len(before)} nodes ({share:.1f}% > max_node_loss "
+                f"{max_node_loss:g}%): {hostlist.compress(lost)}; set force: true to accept"
+            )
+        return f"force: dropping {len(lost)} of {len(before)} nodes: {hostlist.compress(lost)}"
+    return None

@@ -1,0 +1,112 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: topology_info
+short_description: Discover a GPU cluster's network topology with a provider
+version_added: 0.1.0
+description:
+  - Runs a provider and returns the canonical topology model in its compact JSON form, for
+    M(aifactory.topology.slurm_topology) and the other render modules.
+  - The model is validated; an invalid source fails with an error that names the switch, node or field.
+  - With O(model) instead of O(provider), it validates a model in compact form and returns its summary.
+author:
+  - aifactory.topology contributors (@aifactory)
+extends_documentation_fragment:
+  - aifactory.topology.provider
+  - aifactory.topology.attributes
+  - aifactory.topology.attributes.INFO_MODULE
+options:
+  model:
+    description:
+      - A model in compact form to validate, for example one read from a file.
+      - Mutually exclusive with O(provider); one of them is required.
+    type: dict
+notes:
+  - Run it once for the cluster, typically with C(run_once) and C(delegate_to=localhost).
+"""
+
+EXAMPLES = r"""
+- name: Discover the topology from a Topograph simulation model
+  aifactory.topology.topology_info:
+    provider:
+      name: simulation
+      params:
+        model_path: /etc/topology/nvl72.yaml
+  register: discovered
+
+- name: Declare the topology in inventory variables
+  aifactory.topology.topology_info:
+    provider:
+      name: inventory
+      params:
+        switches: {spine1: null, leaf1: spine1, leaf2: spine1}
+        domains:
+          - {name: rack01, nodes: "gb200-r01-n[01-18]", switch: leaf1}
+          - {name: rack02, switch: leaf2}  # declared, not racked yet: a placeholder
+  register: discovered
+"""
+
+RETURN = r"""
+topology:
+  description: The model in compact form; pass it to the O(aifactory.topology.slurm_topology#module:model) option.
+  returned: success
+  type: dict
+  sample:
+    format: aifactory.topology/v1
+    switches: {core: null, leaf1: core}
+    nodes:
+      - {nodes: "gb200-r01-n[01-18]", switch: leaf1, domain: rack01}
+summary:
+  description: Counts for humans and assertions.
+  returned: success
+  type: dict
+  contains:
+    nodes:
+      description: Number of nodes.
+      type: int
+    switches:
+      description: Number of switches.
+      type: int
+    domains:
+      description: Number of accelerator domains with nodes.
+      type: int
+    placeholder_domains:
+      description: Declared domains without nodes.
+      type: list
+      elements: str
+    nodes_without_domain:
+      description: Nodes outside every accelerator domain.
+      type: int
+    nodes_without_switch:
+      description: Nodes without a leaf switch.
+      type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifactory.topology.plugins.module_utils._common import load_topology, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+
+def main():
+    argument_spec = provider_arg_spec()
+    argument_spec["model"] = {"type": "dict"}
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        mutually_exclusive=[("provider", "model")],
+        required_one_of=[("provider", "model")],
+        supports_check_mode=True,
+    )
+    try:
+        topology = load_topology(module)
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, topology=topology.to_compact(), summary=topology.summary())
+
+
+if __name__ == "__main__":
+    main()

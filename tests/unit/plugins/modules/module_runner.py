@@ -1,0 +1,37 @@
+"""Run a module's main() in-process and capture what it returns (exit_json/fail_json)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+
+class ModuleExit(Exception):
+    def __init__(self, result, failed):
+        super().__init__(result)
+        self.result = result
+        self.failed = failed
+
+
+def run_module(module, args, check_mode=False, diff=False, monkeypatch=None):
+    """The module's result dict; result['failed'] is True when it called fail_json."""
+    args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
+
+    def exit_json(self, **kwargs):
+        raise ModuleExit(kwargs, False)
+
+    def fail_json(self, msg, **kwargs):
+        raise ModuleExit(dict(kwargs, msg=msg), True)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, text: warnings.append(text))
+    with patch_module_args(json.loads(json.dumps(args))):
+        with pytest.raises(ModuleExit) as info:
+            module.main()
+    result = dict(info.value.result, failed=info.value.failed, warnings=warnings)
+    return result

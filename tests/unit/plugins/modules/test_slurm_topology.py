@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
+
+from ...conftest_paths import MODELS
+from .module_runner import run_module
+
+NVL72 = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "nvl72.yaml")}}}
+BLOCK = dict(NVL72, plugin="topology/block", block_sizes=[18, 36, 72])
+
+
+@pytest.fixture
+def run(monkeypatch):
+    def runner(module, args, **kwargs):
+        return run_module(module, args, monkeypatch=monkeypatch, **kwargs)
+    return runner
+
+
+def test_without_dest_returns_content_and_changes_nothing(run):
+    result = run(slurm_topology, BLOCK)
+    assert result["changed"] is False and not result["failed"]
+    assert result["content"].startswith(job.DEFAULT_HEADER + "\nBlockName=nvl-1-1 Nodes=node[1101-1118]\n")
+    assert result["summary"]["blocks"] == 4 and result["summary"]["placeholders"] == []
+
+
+def test_write_then_idempotent_then_check_mode_diff(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    args = dict(BLOCK, dest=str(dest))
+    check = run(slurm_topology, args, check_mode=True, diff=True)
+    assert check["changed"] is True and not dest.exists()
+    assert check["diff"]["before_header"] == "/dev/null" and "BlockSizes=18,36,72" in check["diff"]["after"]
+    first = run(slurm_topology, args)
+    assert first["changed"] is True and "diff" not in first
+    assert dest.read_text() == first["content"]
+    assert oct(dest.stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in tmp_path.iterdir()] == ["topology.conf"]  # no temporary file left
+    again = run(slurm_topology, args)
+    assert again["changed"] is False
+    changed_args = dict(args, domain_order=["nvl-1-1", "nvl-1-2", "nvl-9-9", "nvl-2-1", "nvl-2-2"])
+    before = dest.read_text()
+    dry = run(slurm_topology, changed_args, check_mode=True, diff=True)
+    assert dry["changed"] is True and dest.read_text() == before
+    assert dry["diff"]["before"] == before and "BlockName=nvl-9-9\n" in dry["diff"]["after"]
+
+
+def test_mode_and_backup(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    dest.write_text("BlockName=old Nodes=node[1101-1118]\nBlockSizes=18\n")
+    result = run(slurm_topology, dict(BLOCK, dest=str(dest), backup=True, mode="0640"))
+    assert result["changed"] is True
+    assert oct(dest.stat().st_mode & 0o777) == "0o640"
+    assert open(result["backup_file"]).read().startswith("BlockName=old")
+    assert run(slurm_topology, dict(BLOCK, dest=str(dest), mode="0640"))["changed"] is False
+    assert run(slurm_topology, dict(BLOCK, dest=str(dest), mode="0600"), check_mode=True)["changed"] is True
+    assert oct(dest.stat().st_mode & 0o777) == "0o640"
+
+
+def test_validate_failure_keeps_the_old_file(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    dest.write_text("BlockName=old Nodes=node[1101-1118]\nBlockSizes=18\n")
+    result = run(slurm_topology, dict(BLOCK, dest=str(dest), validate="grep -q NoSuchText %s"))
+    assert result["failed"] and "validation failed (rc=1)" in result["msg"]
+    assert dest.read_text().startswith("BlockName=old")
+    assert [p.name for p in tmp_path.iterdir()] == ["topology.conf"]
+    ok = run(slurm_topology, dict(BLOCK, dest=str(dest), validate="grep -q BlockSizes=18,36,72 %s"))
+    assert ok["changed"] is True and "BlockSizes=18,36,72" in dest.read_text()
+    bad = run(slurm_topology, dict(BLOCK, dest=str(tmp_path / "x.conf"), validate="true"))
+    assert bad["failed"] and "validate must contain %s" in bad["msg"]
+
+
+def test_shrink_guard_refuses_then_force_accepts(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    run(slurm_topology, dict(BLOCK, dest=str(dest)))
+    model = run(topology_info, NVL72)["topology"]
+    model["nodes"] = [group for group in model["nodes"] if group["domain"] != "nvl-2-2"]  # a rack disappears
+    args = dict(plugin="topology/block", block_sizes=[18, 36, 72], model=model, dest=str(dest))
+    refused = run(slurm_topology, args)
+    assert refused["failed"]
+    assert "refusing to drop 18 of 72 nodes (25.0% > max_node_loss 10%): node[2201-2218]" in refused["msg"]
+    assert "nvl-2-2" in dest.read_text()
+    assert run(slurm_topology, dict(args, max_node_loss=30))["changed"] is True
+    forced_dest = tmp_path / "forced.conf"
+    run(slurm_topology, dict(BLOCK, dest=str(forced_dest)))
+    forced = run(slurm_topology, dict(args, dest=str(forced_dest), force=True))
+    assert forced["changed"] is True
+    assert any("force: dropping 18 of 72 nodes" in w for w in forced["warnings"])
+
+
+def test_empty_result_never_replaces_a_good_file():
+    good = "BlockName=r1 Nodes=n[1-4]\nBlockSizes=4\n"
+    with pytest.raises(TopologyError, match="places 4 nodes with one that places none"):
+        job.check_shrink(good, "- topology: admin\n  cluster_default: true\n  flat: true\n", 10, True)
+
+
+def test_bad_input_fails_with_the_field_and_writes_nothing(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    cases = [
+        (dict(BLOCK, block_sizes=[18, 54]), "block_sizes[1] = 54 must be the base size 18 times a power of two"),
+        ({"provider": {"name": "nope"}}, "unknown provider 'nope'"),
+        ({"model": {"format": "aifactory.topology/v1", "nodes": [{"nodes": "n[2-1]"}]}}, "model.nodes[0].nodes"),
+        (dict(NVL72, topologies={"a": {"plugin": "topology/flat"}}), "exactly one topology must set cluster_default"),
+        (dict(NVL72, topologies={"a": {"plugin": "topology/flat", "cluster_default": True, "partiton": "x"}}),
+         "topologies.a has unknown keys: partiton"),
+        (dict(NVL72, topologies={"a": {"plugin": "topology/ring", "cluster_default": True}}),
+         "topologies.a.plugin must be one of"),
+        (dict(NVL72, topologies={"a b": {"plugin": "topology/flat", "cluster_default": True}}), "topologies.a b:"),
+        (dict(NVL72, topologies={"a": {"nodes": "n[1-", "plugin": "topology/tree", "cluster_default": True}}),
+         "topologies.a.nodes: unbalanced"),
+        (dict(NVL72, block_sizes=[18]), "block_sizes applies to plugin topology/block only"),
+        (dict(NVL72, model={}), "parameters are mutually exclusive: provider|model"),
+    ]
+    for args, message in cases:
+        result = run(slurm_topology, dict(args, dest=str(dest)))
+        assert result["failed"], args
+        assert message in result["msg"], (message, result["msg"])
+    assert not dest.exists()
+
+
+def test_topology_yaml_with_partition_resolved_by_scontrol(run, tmp_path):
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\n"
+                        "case \"$4\" in\n"
+                        "  gpu) echo 'PartitionName=gpu AllowGroups=ALL Nodes=node[1101-1118,1201-1218] State=UP';;\n"
+                        "  cpu) echo 'PartitionName=cpu Nodes=ALL';;\n"
+                        "  *) echo \"slurm_load_partitions: Invalid partition name specified\" >&2; exit 1;;\n"
+                        "esac\n")
+    scontrol.chmod(0o755)
+    topologies = {"nvl72": {"plugin": "topology/block", "block_sizes": [18, 36], "partition": "gpu",
+                            "cluster_default": True},
+                  "fabric": {"plugin": "topology/tree", "partition": "cpu"},
+                  "admin": {"plugin": "topology/flat"}}
+    result = run(slurm_topology, dict(NVL72, topologies=topologies, scontrol_path=str(scontrol),
+                                      dest=str(tmp_path / "topology.yaml")))
+    assert not result["failed"], result["msg"] if result["failed"] else ""
+    content = result["content"]
+    assert "        - block: nvl-2-1\n" in content and "node2101" not in content.split("- topology: fabric")[0]
+    assert result["summary"]["topologies"] == ["admin", "fabric", "nvl72"]
+    missing = run(slurm_topology, dict(NVL72, topologies={"x": {"plugin": "topology/tree", "partition": "gone",
+                                                                "cluster_default": True}},
+                                       scontrol_path=str(scontrol)))
+    assert missing["failed"] and "cannot read partition 'gone' with scontrol: slurm_load_partitions" in missing["msg"]
+
+
+@pytest.mark.parametrize("output, expected", [
+    ("PartitionName=gpu Nodes=n[1-2] State=UP", ["n1", "n2"]),
+    ("PartitionName=gpu Nodes=(null)", []),
+    ("PartitionName=gpu Nodes=ALL", None),
+])
+def test_parse_partition_nodes(output, expected):
+    assert job.parse_partition_nodes("gpu", output) == expected
+
+
+def test_topology_info_returns_the_compact_model_and_validates_models(run):
+    result = run(topology_info, NVL72)
+    assert result["changed"] is False
+    assert result["summary"]["nodes"] == 72
+    first = result["topology"]["nodes"][0]
+    assert (first["nodes"], first["switch"], first["domain"]) == ("node[1101-1118]", "leaf-1-1", "nvl-1-1")
+    again = run(topology_info, {"model": result["topology"]})
+    assert again["topology"] == result["topology"]
+    broken = run(topology_info, {"model": dict(result["topology"], switches={"leaf-1-1": "ghost"})})
+    assert broken["failed"] and "unknown" in broken["msg"]
+
+
+def test_creds_are_never_in_the_result(run):
+    result = run(topology_info, {"provider": dict(NVL72["provider"], creds={"token": "s3cr3t-value"})})
+    assert "s3cr3t-value" not in repr(result)
