@@ -1,0 +1,253 @@
+"""A real slurmctld 26.05 in a Debian sid chroot, for tests.
+
+Recipe and safety rules: shared/reference/slurm-testbed.md. The root file system is
+built once with debootstrap and cached on the machine (see ``cache_dir``); every test
+run starts its own ``slurmctld -D -c`` inside it with a private configuration
+directory and stops exactly that process.
+
+Safety: the host's /dev is never bind-mounted; device nodes are made with mknod.
+Nothing under the root is deleted while anything is mounted below it, and deletion
+uses ``rm -rf --one-file-system``.
+
+Command line: ``python testbed.py build`` builds (or reuses) the cached root and prints
+its path; ``python testbed.py status`` says whether it is usable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEBIAN_MIRROR = os.environ.get("AIFACTORY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+PACKAGES = "slurmctld,slurm-client,lua5.4"
+MARKER = "aifactory-testbed-ready"
+# Bump when the recipe changes so cached roots are rebuilt.
+RECIPE_VERSION = "1"
+
+
+class TestbedUnavailable(RuntimeError):
+    """Raised when the machine cannot host the test bed (not root, no debootstrap)."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("AIFACTORY_CACHE", "/var/cache/aifactory-topology"))
+
+
+def root_path() -> Path:
+    return cache_dir() / "slurm-sid"
+
+
+def mounts_below(path: Path) -> list[str]:
+    prefix = str(path.resolve()).rstrip("/") + "/"
+    found = []
+    with open("/proc/mounts", encoding="utf-8") as handle:
+        for line in handle:
+            target = line.split()[1].replace("\\040", " ")
+            if target.startswith(prefix) or target == prefix.rstrip("/"):
+                found.append(target)
+    return found
+
+
+def unmount_all(path: Path) -> None:
+    # Deepest first, so nested mounts go before their parents.
+    for target in sorted(mounts_below(path), key=len, reverse=True):
+        subprocess.run(["umount", "-l", target], check=False)
+
+
+def safe_remove(path: Path) -> None:
+    """Delete a root file system; refuses while anything is mounted below it."""
+    if not path.exists():
+        return
+    unmount_all(path)
+    if mounts_below(path):
+        raise RuntimeError(f"refusing to delete {path}: still mounted: {mounts_below(path)}")
+    if subprocess.run(["mountpoint", "-q", str(path / "dev")], check=False).returncode == 0:
+        raise RuntimeError(f"refusing to delete {path}: {path}/dev is a mount point")
+    subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=True)
+
+
+def unavailable_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "the Slurm test bed needs root (chroot, mknod, mount proc)"
+    if is_ready(root_path()):
+        return None
+    if shutil.which("debootstrap") is None:
+        return "the Slurm test bed needs debootstrap (apt-get install debootstrap) to build its root"
+    return None
+
+
+def is_ready(root: Path) -> bool:
+    marker = root / "etc" / MARKER
+    return marker.is_file() and marker.read_text(encoding="utf-8").strip() == RECIPE_VERSION
+
+
+def chroot_run(root: Path, *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["chroot", str(root), *argv], capture_output=True, text=True, check=False, env=env)
+
+
+def _make_devices(root: Path) -> None:
+    dev = root / "dev"
+    dev.mkdir(exist_ok=True)
+    for name, minor in (("null", 3), ("zero", 5), ("random", 8), ("urandom", 9)):
+        node = dev / name
+        if not node.exists():
+            subprocess.run(["mknod", "-m", "666", str(node), "c", "1", str(minor)], check=True)
+
+
+def build(root: Path | None = None) -> Path:
+    """Build the cached root (about a minute on a fresh machine) or reuse it."""
+    root = root or root_path()
+    if is_ready(root):
+        return root
+    reason = unavailable_reason()
+    if reason:
+        raise TestbedUnavailable(reason)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = root.with_name(root.name + ".building")
+    safe_remove(staging)
+    try:
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={PACKAGES}", "sid", str(staging), DEBIAN_MIRROR],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+    finally:
+        unmount_all(staging)
+    _make_devices(staging)
+    (staging / "etc" / "hosts").write_text("127.0.0.1 localhost\n", encoding="utf-8")
+    # Symlinks inside the root point at /etc/alternatives: test through chroot, not on the host.
+    if chroot_run(staging, "test", "-x", "/usr/sbin/slurmctld").returncode != 0:
+        raise RuntimeError("debootstrap finished but slurmctld is missing from the root")
+    (staging / "etc" / MARKER).write_text(RECIPE_VERSION + "\n", encoding="utf-8")
+    safe_remove(root)
+    staging.rename(root)
+    return root
+
+
+def slurm_version(root: Path) -> str:
+    out = chroot_run(root, "slurmctld", "-V").stdout
+    match = re.search(r"(\d+\.\d+\.\d+)", out)
+    return match.group(1) if match else out.strip()
+
+
+class Slurmctld:
+    """One slurmctld started from a private configuration directory inside the root."""
+
+    def __init__(self, root: Path, conf_dir: str, process: subprocess.Popen, log_path: Path):
+        self.root = root
+        self.conf_dir = conf_dir  # path inside the chroot
+        self.process = process
+        self.log_path = log_path
+
+    @property
+    def env(self) -> dict:
+        return {**os.environ, "SLURM_CONF": f"{self.conf_dir}/slurm.conf"}
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        return chroot_run(self.root, *argv, env=self.env)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def scontrol(self, *args: str) -> str:
+        result = self.run("scontrol", *args)
+        if result.returncode != 0:
+            raise RuntimeError(f"scontrol {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    def test_only(self, *args: str) -> subprocess.CompletedProcess:
+        return self.run("sbatch", "--test-only", *args, "--wrap=true")
+
+    def placement(self, *args: str) -> str:
+        """The hostlist `sbatch --test-only` would place the job on; raises with Slurm's words otherwise."""
+        result = self.test_only(*args)
+        match = re.search(r"on nodes (\S+) in partition (\S+)", result.stderr)
+        if not match:
+            raise PlacementRefused(result.stderr.strip())
+        return match.group(1)
+
+
+class PlacementRefused(RuntimeError):
+    pass
+
+
+class StartFailed(RuntimeError):
+    pass
+
+
+def _wait_until_up(ctld: Slurmctld, deadline_s: float = 60.0) -> None:
+    # Poll until the controller answers or the process exits: event-driven on both ends,
+    # the deadline only bounds a hung start.
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if ctld.process.poll() is not None:
+            raise StartFailed(ctld.log())
+        if "UP" in ctld.run("scontrol", "ping").stdout:
+            return
+        time.sleep(0.2)
+    raise StartFailed("slurmctld did not answer within the deadline:\n" + ctld.log())
+
+
+@contextlib.contextmanager
+def slurmctld(root: Path, files: dict[str, str]):
+    """Start slurmctld with `files` (name -> content; must include slurm.conf) and stop it after."""
+    subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="ctld-", dir=root / "tmp"))
+    inside = "/" + str(run_dir.relative_to(root))
+    process = None
+    try:
+        key = run_dir / "slurm.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        (run_dir / "state").mkdir()
+        for name, content in files.items():
+            content = content.replace("@CONFDIR@", inside)
+            (run_dir / name).write_text(content, encoding="utf-8")
+        log_path = run_dir / "slurmctld.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                ["chroot", str(root), "slurmctld", "-D", "-c", "-f", f"{inside}/slurm.conf"],
+                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "SLURM_CONF": f"{inside}/slurm.conf"},
+            )
+        ctld = Slurmctld(root, inside, process, log_path)
+        _wait_until_up(ctld)
+        yield ctld
+    finally:
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        subprocess.run(["umount", str(root / "proc")], check=False)
+        if mounts_below(root):
+            raise RuntimeError(f"still mounted below {root} after stopping slurmctld: {mounts_below(root)}")
+        subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
+
+
+def main(argv: list[str]) -> int:
+    command = argv[1] if len(argv) > 1 else "status"
+    if command == "build":
+        root = build()
+        print(root)
+        print("slurmctld", slurm_version(root))
+        return 0
+    if command == "status":
+        reason = unavailable_reason()
+        ready = is_ready(root_path())
+        print(f"root={root_path()} ready={ready}" + (f" unavailable: {reason}" if reason else ""))
+        return 0 if ready else 1
+    print(f"usage: {argv[0]} build|status", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
