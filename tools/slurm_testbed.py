@@ -9,8 +9,10 @@ Safety: the host's /dev is never bind-mounted; device nodes are made with mknod.
 Nothing under the root is deleted while anything is mounted below it, and deletion
 uses ``rm -rf --one-file-system``.
 
-Command line: ``python testbed.py build`` builds (or reuses) the cached root and prints
-its path; ``python testbed.py status`` says whether it is usable.
+Command line: ``python slurm_testbed.py build`` builds (or reuses) the cached root and
+prints its path; ``status`` says whether it is usable; ``check FILE`` loads a topology.conf
+or topology.yaml into a real slurmctld and prints what Slurm made of it (usable as the
+``validate`` command of aifactory.topology.slurm_topology: ``... check %s``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -233,6 +236,97 @@ def slurmctld(root: Path, files: dict[str, str]):
         subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def slurm_conf(nodes, *, plugin=None, partitions=None) -> str:
+    """slurm.conf for the test bed: every node a powered-down CLOUD node (schedulable for --test-only)."""
+    nodes = sorted(nodes)
+    if not nodes:
+        raise ValueError("slurm.conf needs at least one node")
+    from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress
+
+    lines = [
+        "ClusterName=aifactory-test",
+        "SlurmctldHost=localhost",
+        f"SlurmctldPort={free_port()}",  # a private port: never collide with another controller
+        "SlurmUser=root",
+        "AuthType=auth/slurm",
+        "CredType=cred/slurm",
+        "StateSaveLocation=@CONFDIR@/state",
+        "SlurmctldPidFile=@CONFDIR@/slurmctld.pid",
+        "SelectType=select/cons_tres",
+        "SuspendProgram=/bin/true",
+        "ResumeProgram=/bin/true",
+        "SuspendTime=600",
+        "MailProg=/bin/true",
+    ]
+    if plugin:
+        lines.append(f"TopologyPlugin={plugin}")
+    lines.append(f"NodeName={compress(nodes)} State=CLOUD NodeAddr=127.0.0.1 CPUs=1")
+    lines += partitions or ["PartitionName=all Nodes=ALL Default=YES"]
+    return "\n".join(lines) + "\n"
+
+
+def ensure_collection_importable() -> None:
+    """Make ``ansible_collections.aifactory.topology`` importable from this checkout."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("ansible_collections.aifactory.topology") is not None:
+            return
+    except ImportError:
+        pass
+    repo = Path(__file__).resolve().parent.parent
+    linked = repo / ".collections"
+    if not (linked / "ansible_collections" / "aifactory" / "topology").exists():
+        linked = Path(tempfile.mkdtemp(prefix="aifactory-collections-"))
+        (linked / "ansible_collections" / "aifactory").mkdir(parents=True)
+        os.symlink(repo, linked / "ansible_collections" / "aifactory" / "topology")
+    sys.path.insert(0, str(linked))
+
+
+def files_for_topology(path: Path) -> dict[str, str]:
+    """slurm.conf plus the topology file, so slurmctld loads `path` as it would in production."""
+    ensure_collection_importable()
+    import yaml
+
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm import nodes_in_file
+
+    text = path.read_text(encoding="utf-8")
+    nodes = nodes_in_file(text) or {"placeholder-node"}
+    if re.search(r"(?im)^\s*(SwitchName|BlockName|BlockSizes)\s*=", text):
+        plugin = "topology/block" if re.search(r"(?im)^\s*Block", text) else "topology/tree"
+        return {"slurm.conf": slurm_conf(nodes, plugin=plugin), "topology.conf": text}
+    entries = yaml.safe_load(text) or []
+    names = [entry["topology"] for entry in entries if isinstance(entry, dict) and "topology" in entry]
+    partitions = [f"PartitionName=p-{name} Nodes=ALL Topology={name}" + (" Default=YES" if i == 0 else "")
+                  for i, name in enumerate(names)]
+    return {"slurm.conf": slurm_conf(nodes, partitions=partitions), "topology.yaml": text}
+
+
+def check(path: Path) -> int:
+    """Load one topology file into slurmctld; 0 when Slurm accepts it without complaint."""
+    root = build()
+    try:
+        with slurmctld(root, files_for_topology(path)) as ctld:
+            shown = ctld.scontrol("show", "topoconf")
+            complaints = [line for line in ctld.log().splitlines()
+                          if re.search(r"error:|Invalid hostnames|Ignoring", line)]
+    except StartFailed as exc:
+        print(f"slurmctld {slurm_version(root)} rejected {path}:\n{exc}", file=sys.stderr)
+        return 1
+    if complaints:
+        print(f"slurmctld {slurm_version(root)} loaded {path} with complaints:\n" + "\n".join(complaints),
+              file=sys.stderr)
+        return 1
+    print(f"slurmctld {slurm_version(root)} accepted {path}\n{shown}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     command = argv[1] if len(argv) > 1 else "status"
     if command == "build":
@@ -245,7 +339,9 @@ def main(argv: list[str]) -> int:
         ready = is_ready(root_path())
         print(f"root={root_path()} ready={ready}" + (f" unavailable: {reason}" if reason else ""))
         return 0 if ready else 1
-    print(f"usage: {argv[0]} build|status", file=sys.stderr)
+    if command == "check" and len(argv) == 3:
+        return check(Path(argv[2]))
+    print(f"usage: {argv[0]} build|status|check FILE", file=sys.stderr)
     return 2
 
 

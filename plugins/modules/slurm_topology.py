@@ -196,6 +196,10 @@ summary:
     nodes:
       description: Number of nodes in the model.
       type: int
+    warnings:
+      description: The warnings this run emitted (also shown as Ansible warnings).
+      type: list
+      elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -243,16 +247,23 @@ def main():
             raise TopologyError(f"cannot read partition {partition!r} with scontrol: {(err or out).strip()}")
         return job.parse_partition_nodes(partition, out)
 
+    warnings = []
+
+    def warn(message):
+        warnings.append(message)
+        module.warn(message)
+
     try:
         topology = load_topology(module)
-        body, summary = job.render(topology, params, resolve_partition, module.warn)
+        body, summary = job.render(topology, params, resolve_partition, warn)
+        summary["warnings"] = warnings
         content = job.with_header(body, params["header"])
         result = {"changed": False, "content": content, "summary": summary}
         if params["dest"]:
             current = read_text(params["dest"])
             warning = job.check_shrink(current, content, params["max_node_loss"], params["force"])
             if warning:
-                module.warn(warning)
+                warn(warning)
             result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
                                       current=current))
     except (TopologyError, FileWriteError) as exc:

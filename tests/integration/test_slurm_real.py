@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
 import sys
 from pathlib import Path
 
@@ -53,35 +52,7 @@ def slurm_root():
     return testbed.build()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def slurm_conf(nodes, *, plugin=None, partitions=None) -> str:
-    """slurm.conf for the test bed: every node a powered-down CLOUD node (schedulable for --test-only)."""
-    nodes = sorted(nodes)
-    assert nodes, "slurm.conf needs at least one node"
-    lines = [
-        "ClusterName=aifactory-test",
-        "SlurmctldHost=localhost",
-        f"SlurmctldPort={_free_port()}",
-        "SlurmUser=root",
-        "AuthType=auth/slurm",
-        "CredType=cred/slurm",
-        "StateSaveLocation=@CONFDIR@/state",
-        "SlurmctldPidFile=@CONFDIR@/slurmctld.pid",
-        "SelectType=select/cons_tres",
-        "SuspendProgram=/bin/true",
-        "ResumeProgram=/bin/true",
-        "SuspendTime=600",
-    ]
-    if plugin:
-        lines.append(f"TopologyPlugin={plugin}")
-    lines.append(f"NodeName={compress(nodes)} State=CLOUD NodeAddr=127.0.0.1 CPUs=1")
-    lines += partitions or ["PartitionName=all Nodes=ALL Default=YES"]
-    return "\n".join(lines) + "\n"
+slurm_conf = testbed.slurm_conf
 
 
 @contextlib.contextmanager

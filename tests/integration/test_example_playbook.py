@@ -1,0 +1,95 @@
+"""The main job, end to end: ansible-playbook playbooks/site.yml on a copy of the example inventory.
+
+Proves: the first run writes both files (validated by the real slurmctld where the test bed is
+available); a second run reports no change; after a day-2 edit, --check --diff prints the exact
+diff and writes nothing; the real run then fills the placeholder without moving any block; bad
+input fails with the field named and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
+
+pytestmark = pytest.mark.playbook
+
+
+def run_site(inventory, *extra):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(
+        [shutil.which("ansible-playbook") or "ansible-playbook", "-i", str(inventory), str(REPO / "playbooks/site.yml"),
+         *extra], capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    recap = re.search(r"localhost\s+: ok=\d+\s+changed=(\d+).*failed=(\d+)", result.stdout)
+    return result, (int(recap.group(1)), int(recap.group(2))) if recap else (None, None)
+
+
+@pytest.fixture
+def inventory(tmp_path):
+    target = tmp_path / "example"
+    shutil.copytree(REPO / "inventories" / "example", target, ignore=shutil.ignore_patterns("output"))
+    return target
+
+
+def edit_topology(inventory, change):
+    path = inventory / "group_vars" / "all" / "topology.yml"
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
+    first, (changed, failed) = run_site(inventory)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (changed, failed) == (3, 0)
+    conf = inventory / "output" / "topology.conf"
+    yaml_file = inventory / "output" / "topology.yaml"
+    assert "BlockName=rack07\n" in conf.read_text()
+    assert "placeholders: rack07" in first.stdout
+    assert "4 nodes have no accelerator domain" in first.stdout
+    validated = "yes" if testbed.unavailable_reason() is None else "no (test bed not available)"
+    assert f"validated by real slurmctld: {validated}" in first.stdout
+
+    second, (changed, failed) = run_site(inventory)
+    assert second.returncode == 0 and (changed, failed) == (0, 0), second.stdout
+
+    # Day 2: rack07's trays arrive.
+    def rack07_arrives(data):
+        rack07 = data["topology_provider"]["params"]["domains"][6]
+        assert rack07["name"] == "rack07"
+        rack07["nodes"] = "gb200-r07-n[01-18]"
+
+    edit_topology(inventory, rack07_arrives)
+    before = (conf.read_bytes(), yaml_file.read_bytes())
+    check, (changed, failed) = run_site(inventory, "--check", "--diff")
+    assert check.returncode == 0 and failed == 0, check.stdout
+    assert changed == 2
+    assert "-BlockName=rack07\n" in check.stdout
+    assert "+BlockName=rack07 Nodes=gb200-r07-n[01-18]\n" in check.stdout
+    assert (conf.read_bytes(), yaml_file.read_bytes()) == before
+
+    applied, (changed, failed) = run_site(inventory)
+    assert applied.returncode == 0 and changed == 2, applied.stdout
+    blocks = [line.split()[0] for line in conf.read_text().splitlines() if line.startswith("BlockName=")]
+    assert blocks == [f"BlockName=rack{n:02d}" for n in range(1, 9)]
+    assert "placeholders: none" in applied.stdout
+
+
+def test_bad_inventory_fails_naming_the_field_and_writes_nothing(inventory):
+    edit_topology(inventory, lambda data: data["topology_provider"]["params"]["domains"][0].update(
+        nodes="gb200-r01-n[01-18"))
+    result, (changed, failed) = run_site(inventory)
+    assert result.returncode != 0 and failed == 1
+    assert "params.domains[0].nodes: unbalanced '['" in result.stdout
+    assert not (inventory / "output").exists()
