@@ -131,16 +131,16 @@ def check_blocks(blocks, sizes, shown):
     recs = records(shown)
     base = [rec for rec in recs if "blockname" in rec]
     aggregated = [rec for rec in recs if "aggregatedblock" in rec]
-    assert [rec["blockname"] for rec in base] == [name for name, _ in blocks], "block names/order differ"
+    assert [rec["blockname"] for rec in base] == [name for name, _members in blocks], "block names/order differ"
     assert [int(rec["blockindex"]) for rec in base] == list(range(len(blocks))), "BlockIndex is not file order"
     for rec, (name, members) in zip(base, blocks):
         assert nodes_of(rec.get("nodes")) == members, f"block {name}: nodes differ"
     if sizes:
         base_size = sizes[0]
     else:  # omitted BlockSizes: base = node count of the first block with nodes (slurm.md 1.5)
-        base_size = next(len(members) for _, members in blocks if members)
+        base_size = next(len(members) for _name, members in blocks if members)
     assert {int(rec["blocksize"]) for rec in base} == {base_size}, "base BlockSize differs"
-    position = {name: index for index, (name, _) in enumerate(blocks)}
+    position = {name: index for index, (name, _members) in enumerate(blocks)}
     for rec in aggregated:
         size = int(rec["blocksize"])
         span, remainder = divmod(size, base_size)
@@ -175,7 +175,7 @@ def check_switches(switches, shown):
             assert level == 0, f"leaf switch {name} is not Level=0"
         else:
             assert all(level > int(recs[c]["level"]) for c in children), f"switch {name}: level not above children"
-    return set().union(*(m for _, m in switches.values())) if switches else set()
+    return set().union(*(m for _children, m in switches.values())) if switches else set()
 
 
 def keys_kept(written, loaded, where="topology.yaml"):
@@ -206,12 +206,12 @@ def verify_topology_file(root, filename, text):
         if entries is None:
             pytest.skip(f"{filename} is not a topology.yaml (no list of `topology:` entries)")
         nodes = set()
-        for _, kind, spec in entries:
+        for _name, kind, spec in entries:
             if kind == "block":
-                nodes.update(*(m for _, m in spec[0]))
+                nodes.update(*(m for _block, m in spec[0]))
             elif kind == "tree":
-                nodes.update(*(m for _, m in spec.values()))
-        names = [name for name, _, _ in entries]
+                nodes.update(*(m for _children, m in spec.values()))
+        names = [name for name, _kind, _spec in entries]
         partitions = [f"PartitionName=topo{i} Nodes=ALL Topology={name}" for i, name in enumerate(names)]
         partitions.append("PartitionName=all Nodes=ALL Default=YES")
         files = {"slurm.conf": slurm_conf(nodes or {"spare01"}, partitions=partitions), "topology.yaml": text}
@@ -338,11 +338,11 @@ def test_shrink_guard_reads_the_nodes_slurm_loads_from_a_headed_topology_yaml(sl
     text = job.with_header(rendered["block-tree-flat.yaml"], job.DEFAULT_HEADER)
     entries = parse_yaml(text)
     expected = set()
-    for _, kind, spec in entries:
+    for _name, kind, spec in entries:
         if kind == "block":
-            expected.update(*(m for _, m in spec[0]))
+            expected.update(*(m for _block, m in spec[0]))
         elif kind == "tree":
-            expected.update(*(m for _, m in spec.values()))
+            expected.update(*(m for _children, m in spec.values()))
     verify_topology_file(slurm_root, "headed.yaml", text)  # Slurm itself loads the headed file fine
     assert slurm.nodes_in_file(text) == expected
 
@@ -593,7 +593,7 @@ BLOCK_SIZES = [
 
 
 @pytest.mark.parametrize("sizes,slurm_accepts,collection_accepts", BLOCK_SIZES,
-                         ids=[",".join(map(str, s)) for s, _, _ in BLOCK_SIZES])
+                         ids=[",".join(map(str, s)) for s, _slurm, _ours in BLOCK_SIZES])
 def test_block_sizes_rule_matches_slurm(slurm_root, sizes, slurm_accepts, collection_accepts):
     files = _conf_files(_block_conf(",".join(map(str, sizes))))
     try:

@@ -65,9 +65,8 @@ GOLDEN_CASES = {
         slurm.TopologySpec("topo2", "topology/block", nodes=["1301", "1302", "1401"], block_sizes=[2]),
         slurm.TopologySpec("topo3", "topology/flat", cluster_default=True),
     ], slurm.BlockOptions(naming="topograph")),
-    "nvl72-placeholder.block.conf": lambda: slurm.render_block_conf(
-        nvl72_racks(), slurm.BlockOptions([18, 36, 72], domain_order=["nvl-1-1", "nvl-1-2", "nvl-new", "nvl-2-1",
-                                                                          "nvl-2-2"])),
+    "nvl72-placeholder.block.conf": lambda: slurm.render_block_conf(nvl72_racks(), slurm.BlockOptions(
+        [18, 36, 72], domain_order=["nvl-1-1", "nvl-1-2", "nvl-new", "nvl-2-1", "nvl-2-2"])),
     "nvl72.topology.yaml": lambda: slurm.render_topology_yaml(nvl72_racks(), [
         slurm.TopologySpec("nvl72", "topology/block", block_sizes=[18, 36, 72], cluster_default=True),
         slurm.TopologySpec("fabric", "topology/tree", nodes=[f"node{r}{n:02d}" for r in (11, 12) for n in range(1, 19)]),
@@ -176,13 +175,13 @@ def _domains(counts):
     ([12], [4, 8, 16], 3, ["block004"]),
 ])
 def test_block_complement_cases_from_topograph(counts, sizes, filled, empty):
-    blocks, _ = slurm.plan_blocks(_domains(counts), slurm.BlockOptions(sizes, naming="topograph"))
+    blocks = slurm.plan_blocks(_domains(counts), slurm.BlockOptions(sizes, naming="topograph"))[0]
     assert sum(1 for b in blocks if b.nodes) == filled
     assert [b.name for b in blocks if not b.nodes] == empty
 
 
 def test_block_path_a_infers_sizes_from_smallest_block():
-    _, sizes = slurm.plan_blocks(_domains([3, 4]), slurm.BlockOptions(naming="topograph"))
+    sizes = slurm.plan_blocks(_domains([3, 4]), slurm.BlockOptions(naming="topograph"))[1]
     assert sizes == [3, 6]
 
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job
