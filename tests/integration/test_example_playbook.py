@@ -93,3 +93,24 @@ def test_bad_inventory_fails_naming_the_field_and_writes_nothing(inventory):
     assert result.returncode != 0 and failed == 1
     assert "params.domains[0].nodes: unbalanced '['" in result.stdout
     assert not (inventory / "output").exists()
+
+
+def test_provider_creds_never_appear_in_verbose_output(tmp_path):
+    """creds are no_log: not in the module invocation echo, not in results, even at -vvvv."""
+    secret = "s3cr3t-token-value-7f1c"
+    playbook = tmp_path / "creds.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Discover with credentials", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Discover", "aifactory.topology.topology_info": {"provider": {
+            "name": "simulation", "params": {"model_path": str(REPO / "tests/fixtures/topograph/small-tree.yaml")},
+            "creds": {"token": secret}}}, "register": "found"},
+            {"name": "Show", "ansible.builtin.debug": {"var": "found"}}],
+    }]))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(
+        [shutil.which("ansible-playbook") or "ansible-playbook", "-vvvv", "-i", "localhost,", "-c", "local",
+         "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", str(playbook)],
+        capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r'\bnodes"?: 6\b', result.stdout)  # the module really ran and its result was printed
+    assert secret not in result.stdout + result.stderr

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
-from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
+from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_graph, topology_info
 
 from ...conftest_paths import MODELS
 from .module_runner import run_module
@@ -169,3 +171,13 @@ def test_topology_info_returns_the_compact_model_and_validates_models(run):
 def test_creds_are_never_in_the_result(run):
     result = run(topology_info, {"provider": dict(NVL72["provider"], creds={"token": "s3cr3t-value"})})
     assert "s3cr3t-value" not in repr(result)
+
+
+def test_topology_graph_writes_json_idempotently(run, tmp_path):
+    dest = tmp_path / "graph.json"
+    args = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "small-tree.yaml")}},
+            "dest": str(dest)}
+    first = run(topology_graph, args, diff=True)
+    assert first["changed"] is True and first["diff"]["before_header"] == "/dev/null"
+    assert json.loads(dest.read_text())["instances"][0] == {"id": "I21", "network_layers": ["S2", "S1"]}
+    assert run(topology_graph, args)["changed"] is False
