@@ -179,6 +179,12 @@ build: venv
 	  | "$(VENV)/bin/python" -c 'import json, sys; d = json.load(sys.stdin)["aifactory.topology.topology_info"]["doc"]; \
 	    assert d["filename"].startswith(sys.argv[1]), d["filename"]; print("build: ansible-doc reads", d["filename"])' "$$scratch" \
 	  | tee -a "$(OUTPUT)/build.log"; \
+	ansible localhost -c local -e ansible_python_interpreter="$(VENV)/bin/python" -m aifactory.topology.slurm_topology \
+	  -a '{"provider": {"name": "inventory", "params": {"domains": [{"name": "r1", "nodes": "n[1-2]"}, {"name": "r2"}]}}, "plugin": "topology/block"}' \
+	  > run.txt 2>&1 || { cat run.txt; echo "ERROR: the installed slurm_topology module failed"; exit 1; }; \
+	grep -q 'BlockName=r1 Nodes=n\[1-2\]\\nBlockName=r2\\nBlockSizes=2' run.txt || { \
+	  cat run.txt; echo "ERROR: the installed slurm_topology module rendered something unexpected"; exit 1; }; \
+	echo "build: the installed collection renders topology.conf" | tee -a "$(OUTPUT)/build.log"; \
 	echo "build: $$artifact OK ($$(wc -l <<<"$$listing") entries)" | tee -a "$(OUTPUT)/build.log"
 
 ## Other ------------------------------------------------------------------------------
