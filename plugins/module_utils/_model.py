@@ -8,7 +8,9 @@ optional sub-domains, and the nodes. ``domain_order`` lists domains in physical 
 including declared domains that have no nodes yet (day-2 placeholders).
 
 The compact JSON form groups nodes that share switch, domain, sub-domain and labels
-into one hostlist expression, so a 100k-node model is a few hundred KB.
+into one hostlist expression, and stores each distinct label set once (``label_sets``;
+a group's ``labels`` is an index into it, or an inline mapping in hand-written models),
+so a 100k-node model is a few hundred KB.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ class Topology:
             key = (node.domain or "", node.switch or "", node.sub_domain or "", tuple(sorted(node.labels.items())))
             groups.setdefault(key, []).append(node.name)
         node_groups = []
+        label_sets: dict[tuple, int] = {}
         for key in sorted(groups, key=lambda k: (hostlist.natural_key(k[0]), hostlist.natural_key(k[1]), k[2], k[3])):
             domain, switch, sub_domain, labels = key
             group = {"nodes": hostlist.compress(groups[key])}
@@ -181,7 +184,7 @@ class Topology:
             if sub_domain:
                 group["sub_domain"] = sub_domain
             if labels:
-                group["labels"] = dict(labels)
+                group["labels"] = label_sets.setdefault(labels, len(label_sets))
             node_groups.append(group)
         compact = {
             "format": COMPACT_FORMAT,
@@ -191,6 +194,8 @@ class Topology:
         names = {sid: sw.name for sid, sw in self.switches.items() if sw.name is not None}
         if names:
             compact["switch_names"] = dict(sorted(names.items()))
+        if label_sets:
+            compact["label_sets"] = [dict(labels) for labels in label_sets]  # insertion order = index
         if self.domain_order:
             compact["domain_order"] = list(self.domain_order)
         return compact
@@ -202,7 +207,7 @@ class Topology:
             raise TopologyError(f"model must be a mapping in the {COMPACT_FORMAT} form, got {type(data).__name__}")
         if data.get("format") != COMPACT_FORMAT:
             raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {data.get('format')!r}")
-        unknown = set(data) - {"format", "switches", "switch_names", "nodes", "domain_order"}
+        unknown = set(data) - {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets"}
         if unknown:
             raise TopologyError(f"model has unknown fields: {', '.join(sorted(unknown))}")
         topo = cls()
@@ -221,6 +226,9 @@ class Topology:
                 raise TopologyError(f"model.switch_names names unknown switch {switch_id!r}")
             _require_name(name, f"model.switch_names[{switch_id!r}]")
             topo.switches[switch_id].name = name
+        label_sets = data.get("label_sets", [])
+        if not isinstance(label_sets, list) or not all(isinstance(item, dict) for item in label_sets):
+            raise TopologyError("model.label_sets must be a list of mappings")
         groups = data.get("nodes")
         if not isinstance(groups, list):
             raise TopologyError("model.nodes must be a list of node groups")
@@ -237,9 +245,15 @@ class Topology:
                 raise TopologyError(f"{where}.nodes: {exc}") from None
             if not members:
                 raise TopologyError(f"{where}.nodes is empty")
-            labels = group.get("labels") or {}
+            labels = group.get("labels")
+            if labels is None:
+                labels = {}
+            elif isinstance(labels, int) and not isinstance(labels, bool):
+                if not 0 <= labels < len(label_sets):
+                    raise TopologyError(f"{where}.labels: no label set {labels} in model.label_sets")
+                labels = label_sets[labels]
             if not isinstance(labels, dict):
-                raise TopologyError(f"{where}.labels must be a mapping")
+                raise TopologyError(f"{where}.labels must be a mapping or an index into model.label_sets")
             for name in members:
                 topo.add_node(name, group.get("switch"), group.get("domain"), group.get("sub_domain"),
                               labels, source=f"{where}.nodes")

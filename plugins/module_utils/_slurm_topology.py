@@ -72,8 +72,8 @@ def render(topology, params, resolve_partition, warn):
         content = slurm.render_topology_yaml(topology, specs, options, warn=warn)
         summary = {"format": "topology.yaml", "topologies": sorted(spec.name for spec in specs)}
     elif (params.get("plugin") or "topology/tree") == "topology/block":
-        content = slurm.render_block_conf(topology, options, warn=warn)
-        blocks, _sizes = slurm.plan_blocks(topology, options)
+        blocks, sizes = slurm.plan_blocks(topology, options, warn=warn)
+        content = slurm.format_block_conf(blocks, sizes)
         summary = {
             "format": "topology.conf", "plugin": "topology/block",
             "blocks": len(blocks),
@@ -97,8 +97,8 @@ def check_shrink(current, content, max_node_loss, force):
 
     Returns a warning or None; raises TopologyError when the write must not happen.
     """
-    if current is None:
-        return None
+    if current is None or current == content:
+        return None  # nothing to lose: the common case of a scheduled run with no change
     try:
         before = slurm.nodes_in_file(current)
     except (TopologyError, hostlist.HostlistError) as exc:

@@ -12,6 +12,7 @@ import math
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import tree as tree_walk
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
@@ -320,7 +321,10 @@ def plan_blocks(topology, options, node_filter=None, prefix_width=3, warn=_ignor
 
 
 def render_block_conf(topology, options, skeleton=False, warn=_ignore):
-    blocks, sizes = plan_blocks(topology, options, warn=warn)
+    return format_block_conf(*plan_blocks(topology, options, warn=warn), skeleton=skeleton)
+
+
+def format_block_conf(blocks, sizes, skeleton=False):
     lines = []
     for block in blocks:
         if block.label is not None and block.label != block.name and block.nodes:
@@ -447,11 +451,9 @@ def nodes_in_file(text):
     """Node names that a topology.conf or topology.yaml text places, for the shrink guard."""
     names = set()
     if not _is_topology_conf(text):
-        import yaml  # PyYAML ships with ansible-core
-
         try:
-            entries = yaml.safe_load(text) or []
-        except yaml.YAMLError as exc:
+            entries = _yaml.safe_load(text) or []
+        except _yaml.YAMLError as exc:
             raise TopologyError(f"the existing topology.yaml is not valid YAML: {exc}") from None
         if isinstance(entries, dict):
             entries = [entries]

@@ -18,22 +18,18 @@ from ansible_collections.aifactory.topology.plugins.module_utils._model import T
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    HAS_YAML = False
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 
 
 def load_model_file(path):
-    if not HAS_YAML:
+    if not _yaml.HAS_YAML:
         raise TopologyError("the simulation provider needs PyYAML")
     try:
         with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+            return _yaml.safe_load(handle)
     except OSError as exc:
         raise TopologyError(f"simulation model_path {path!r}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
+    except _yaml.YAMLError as exc:
         raise TopologyError(f"simulation model {path!r} is not valid YAML: {exc}") from None
 
 

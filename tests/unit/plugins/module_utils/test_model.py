@@ -34,7 +34,8 @@ def test_compact_form_round_trips_and_groups_nodes_by_hostlist():
     topo = small()
     compact = topo.to_compact()
     assert compact["format"] == COMPACT_FORMAT
-    assert {"nodes": "n[01-04]", "switch": "leaf1", "domain": "rack01", "labels": {"zone": "a"}} in compact["nodes"]
+    assert {"nodes": "n[01-04]", "switch": "leaf1", "domain": "rack01", "labels": 0} in compact["nodes"]
+    assert compact["label_sets"] == [{"zone": "a"}]
     assert compact["switch_names"] == {"leaf2": "L2"}
     assert compact["domain_order"] == ["rack01", "rack02", "rack03"]
     again = Topology.from_compact(json.loads(json.dumps(compact)))
@@ -124,7 +125,15 @@ def test_domain_declared_twice_is_rejected():
     ({"format": COMPACT_FORMAT, "switch_names": {"x": "y"}, "nodes": [{"nodes": "n1"}]}, "unknown switch 'x'"),
     ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1", "domain": "a"}, {"nodes": "n1", "domain": "b"}]},
      "node 'n1' is in two domains"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1", "labels": 2}], "label_sets": [{}]},
+     r"model.nodes\[0\].labels: no label set 2"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1"}], "label_sets": {}}, "model.label_sets must be a list"),
 ])
 def test_compact_form_errors_name_the_field(data, message):
     with pytest.raises(TopologyError, match=message):
         Topology.from_compact(data)
+
+
+def test_inline_labels_are_accepted_in_hand_written_models():
+    topo = Topology.from_compact({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n[1-2]", "labels": {"a": "b"}}]})
+    assert topo.nodes["n2"].labels == {"a": "b"}
