@@ -1,0 +1,565 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark: a 100,000-node GB200 NVL72 model through the collection, end to end.
+
+Generates NVIDIA Topograph's simulation-model YAML for N nodes (18-node NVL72 racks, the
+last one partial; two racks per leaf switch; leaf -> spine -> core), then measures:
+
+* in process: model load (``simulation`` provider), the Slurm engines (tree and block
+  topology.conf, topology.yaml with block + tree + flat topologies) and the compact JSON
+  round trip, with wall time (min/median of --repeat runs) and tracemalloc peak;
+* as processes: the whole ``aifactory.topology.slurm_topology`` module, run directly
+  (``python -m ... args.json``) and as a one-task ``ansible-playbook``, for a new file and
+  for an unchanged one, with wall time and max RSS.
+
+It only measures and prints (and writes bench/results/latest.json); it never asserts on
+timings. Usage: ``python bench/run.py [--nodes N] [--repeat K] [--out DIR] [--profile]``.
+Standard library and PyYAML only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+RESULTS = BENCH / "results"
+MODULE = "ansible_collections.aifactory.topology.plugins.modules.slurm_topology"
+FQCN = "aifactory.topology.slurm_topology"
+
+RACK_SIZE = 18            # GB200 NVL72: 18 compute trays (nodes) per rack
+RACKS_PER_LEAF = 2
+LEAVES_PER_SPINE = 32
+SPINES_PER_ZONE = 8
+BLOCK_SIZES = [18, 36, 72, 144]
+TARGET_SECONDS = 5.0
+TARGET_MB = 500.0
+TIME_BIN = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+# Used when /usr/bin/time is missing: run argv[1:] and report the children's max RSS.
+_RUSAGE_WRAPPER = r"""
+import os, resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "a", encoding="utf-8") as handle:
+    handle.write("Maximum resident set size (kbytes): %d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc)
+"""
+
+
+# -- finding the collection ----------------------------------------------------------------------
+
+def collection_root():
+    """A directory holding ansible_collections/aifactory/topology -> this checkout, on sys.path.
+
+    Returns (path, is_temporary).
+    """
+    try:
+        import ansible_collections.aifactory.topology as package  # pylint: disable=import-outside-toplevel
+        for entry in package.__path__:
+            if Path(entry).resolve() == REPO:
+                return Path(entry).parents[2], False
+    except ImportError:
+        pass
+    root = Path(tempfile.mkdtemp(prefix="aifactory-bench-collections-"))
+    (root / "ansible_collections" / "aifactory").mkdir(parents=True)
+    (root / "ansible_collections" / "aifactory" / "topology").symlink_to(REPO)
+    sys.path.insert(0, str(root))
+    for name in list(sys.modules):
+        if name == "ansible_collections" or name.startswith("ansible_collections."):
+            del sys.modules[name]
+    return root, True
+
+
+def remove_collection_root(root):
+    link = root / "ansible_collections" / "aifactory" / "topology"
+    if link.is_symlink():
+        link.unlink()
+    for directory in (link.parent, link.parent.parent, root):
+        if directory.is_dir():
+            directory.rmdir()
+
+
+# -- the model -----------------------------------------------------------------------------------
+
+def model_shape(nodes):
+    racks = -(-nodes // RACK_SIZE)
+    leaves = -(-racks // RACKS_PER_LEAF)
+    spines = -(-leaves // LEAVES_PER_SPINE)
+    return {
+        "nodes": nodes, "racks": racks, "nodes_per_rack": RACK_SIZE,
+        "last_rack_nodes": nodes - (racks - 1) * RACK_SIZE,
+        "racks_per_leaf": RACKS_PER_LEAF, "leaf_switches": leaves,
+        "leaves_per_spine": LEAVES_PER_SPINE, "spine_switches": spines,
+        "core_switches": 1, "zones": -(-spines // SPINES_PER_ZONE),
+    }
+
+
+def write_model(path, nodes):
+    """Topograph simulation-model YAML (topograph: pkg/models/model.go); deterministic."""
+    shape = model_shape(nodes)
+    racks, leaves, spines = shape["racks"], shape["leaf_switches"], shape["spine_switches"]
+    rack_w, leaf_w, spine_w = max(4, len(str(racks))), max(4, len(str(leaves))), max(3, len(str(spines)))
+
+    def rack(i):
+        return f"{i:0{rack_w}d}"
+
+    def leaf(i):
+        return f"leaf-{i:0{leaf_w}d}"
+
+    def spine(i):
+        return f"spine-{i:0{spine_w}d}"
+
+    out = [
+        f"# GB200 NVL72 benchmark model: {nodes} nodes in {racks} racks of {RACK_SIZE} "
+        f"(last rack {shape['last_rack_nodes']}),",
+        f"# {RACKS_PER_LEAF} racks per leaf ({leaves} leaves), {LEAVES_PER_SPINE} leaves per spine "
+        f"({spines} spines), one core. Generated by bench/run.py.",
+        "switches:",
+        "  core:",
+        "    labels:",
+        "      topology.kubernetes.io/region: us-east",
+        "    switches:",
+    ]
+    out += [f"    - {spine(s)}" for s in range(1, spines + 1)]
+    for s in range(1, spines + 1):
+        out += [
+            f"  {spine(s)}:",
+            "    labels:",
+            f"      topology.kubernetes.io/zone: zone{(s - 1) // SPINES_PER_ZONE + 1}",
+            "    switches:",
+        ]
+        first = (s - 1) * LEAVES_PER_SPINE + 1
+        out += [f"    - {leaf(lf)}" for lf in range(first, min(first + LEAVES_PER_SPINE, leaves + 1))]
+    out.append("blocks:")
+    for r in range(1, racks + 1):
+        size = RACK_SIZE if r < racks else shape["last_rack_nodes"]
+        out += [
+            f"- switch: {leaf((r - 1) // RACKS_PER_LEAF + 1)}",
+            "  nodes:",
+            f"  - gb200-r{rack(r)}-n[01-{size:02d}]" if size > 1 else f"  - gb200-r{rack(r)}-n01",
+            "  annotations:",
+            f"    accelerator.topology.test/domain: rack{rack(r)}",
+        ]
+    text = "\n".join(out) + "\n"
+    Path(path).write_text(text, encoding="utf-8")
+    return len(text.encode())
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+def maxrss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def summarize(name, kind, seconds, peak_mb, peak_kind, **extra):
+    record = {
+        "step": name, "kind": kind, "seconds": [round(s, 4) for s in seconds],
+        "min_s": round(min(seconds), 4), "median_s": round(statistics.median(seconds), 4),
+        "peak_mb": None if peak_mb is None else round(peak_mb, 1), "peak_kind": peak_kind,
+    }
+    record.update(extra)
+    return record
+
+
+def measure_in_process(name, func, repeat, memory=True):
+    """Time ``func`` ``repeat`` times, then once more under tracemalloc for the peak."""
+    seconds, result = [], None
+    for _attempt in range(repeat):
+        result = None
+        gc.collect()
+        started = time.perf_counter()
+        result = func()
+        seconds.append(time.perf_counter() - started)
+    peak = None
+    if memory:
+        result = None
+        gc.collect()
+        tracemalloc.start()
+        result = func()
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    record = summarize(name, "in-process", seconds, peak, "tracemalloc peak",
+                       process_maxrss_mb=round(maxrss_mb(), 1))
+    return record, result
+
+
+def parse_time_output(path):
+    text = Path(path).read_text(encoding="utf-8") if Path(path).exists() else ""
+    found = re.findall(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    return int(found[-1]) / 1024.0 if found else None
+
+
+def run_process(cmd, env, cwd, scratch):
+    """Run cmd; returns (wall seconds, max RSS MB of it and its descendants, CompletedProcess)."""
+    report = Path(scratch) / "rusage.txt"
+    if report.exists():
+        report.unlink()
+    if TIME_BIN:
+        wrapped = [TIME_BIN, "-v", "-o", str(report)] + list(cmd)
+    else:
+        wrapped = [sys.executable, "-c", _RUSAGE_WRAPPER, str(report)] + list(cmd)
+    started = time.perf_counter()
+    done = subprocess.run(wrapped, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    return wall, parse_time_output(report), done
+
+
+# -- module runs ---------------------------------------------------------------------------------
+
+def module_cases(model_path, out_dir):
+    provider = {"name": "simulation", "params": {"model_path": str(model_path)}}
+    return {
+        "topology.conf (block)": {
+            "provider": provider, "plugin": "topology/block", "block_sizes": BLOCK_SIZES,
+            "dest": str(out_dir / "module" / "topology.conf"),
+        },
+        "topology.yaml": {
+            "provider": provider,
+            "topologies": {
+                "nvl72": {"plugin": "topology/block", "block_sizes": BLOCK_SIZES, "cluster_default": True},
+                "fabric": {"plugin": "topology/tree"},
+                "admin": {"plugin": "topology/flat"},
+            },
+            "dest": str(out_dir / "module" / "topology.yaml"),
+        },
+    }
+
+
+def interpreter_wrapper(out_dir, rss_file):
+    """An ansible_python_interpreter that records the module process's max RSS."""
+    path = out_dir / "module-interpreter"
+    if TIME_BIN:
+        path.write_text(f'#!/bin/sh\nexec {TIME_BIN} -v -a -o "{rss_file}" "{sys.executable}" "$@"\n',
+                        encoding="utf-8")
+    else:
+        path.write_text(f"#!{sys.executable}\nimport sys\nsys.argv[1:1] = [{str(rss_file)!r}, {sys.executable!r}]\n"
+                        + _RUSAGE_WRAPPER, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def run_module_direct(args, env, out_dir):
+    args_file = out_dir / "module" / "args.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}), encoding="utf-8")
+    wall, rss, done = run_process([sys.executable, "-m", MODULE, str(args_file)], env, out_dir, out_dir)
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = {"failed": True, "msg": (done.stdout + done.stderr)[-2000:]}
+    if done.returncode or result.get("failed"):
+        raise RuntimeError(f"module run failed (rc={done.returncode}): {result.get('msg')}")
+    return wall, rss, result
+
+
+def run_module_playbook(args, env, out_dir):
+    playbook = out_dir / "module" / "playbook.yml"
+    play = [{
+        "name": "bench", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "slurm_topology", FQCN: args}],
+    }]
+    playbook.write_text(json.dumps(play, indent=1) + "\n", encoding="utf-8")
+    timer_file = out_dir / "module" / "timer.json"
+    rss_file = out_dir / "module" / "module-rss.txt"
+    for stale in (timer_file, rss_file):
+        if stale.exists():
+            stale.unlink()
+    interpreter = interpreter_wrapper(out_dir, rss_file)
+    env = dict(env, BENCH_TIMER_OUT=str(timer_file))
+    cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local",
+           "-e", f"ansible_python_interpreter={interpreter}", str(playbook)]
+    wall, rss, done = run_process(cmd, env, out_dir, out_dir)
+    records = json.loads(timer_file.read_text(encoding="utf-8")) if timer_file.exists() else []
+    if done.returncode or not records or records[-1]["status"] != "ok":
+        raise RuntimeError(f"ansible-playbook failed (rc={done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+    return wall, rss, records[-1]["seconds"], parse_time_output(rss_file), records[-1]["changed"]
+
+
+def bench_module(cases, repeat, env, out_dir, runner):
+    records = []
+    for case, args in cases.items():
+        dest = Path(args["dest"])
+        timings = {"new file": [], "unchanged file": []}
+        for _attempt in range(repeat):
+            for state in timings:
+                if state == "new file" and dest.exists():
+                    dest.unlink()
+                if runner == "direct":
+                    wall, rss, result = run_module_direct(args, env, out_dir)
+                    timings[state].append({"wall": wall, "rss": rss, "changed": result.get("changed")})
+                else:
+                    wall, rss, task_s, module_rss, changed = run_module_playbook(args, env, out_dir)
+                    timings[state].append({"wall": wall, "rss": rss, "task": task_s, "module_rss": module_rss,
+                                           "changed": changed})
+        for state, runs in timings.items():
+            changed = sorted({bool(run["changed"]) for run in runs})
+            if runner == "direct":
+                records.append(summarize(
+                    f"module {case}, {state} (python -m)", "process", [r["wall"] for r in runs],
+                    max(r["rss"] or 0 for r in runs), "max RSS", changed=changed))
+            else:
+                records.append(summarize(
+                    f"module {case}, {state} (ansible-playbook task)", "ansible task", [r["task"] for r in runs],
+                    max(r["module_rss"] or 0 for r in runs), "module process max RSS", changed=changed))
+                records.append(summarize(
+                    f"ansible-playbook {case}, {state} (whole process)", "process", [r["wall"] for r in runs],
+                    max(r["rss"] or 0 for r in runs), "max RSS (controller, worker, module)", changed=changed))
+    return records
+
+
+# -- profiling -----------------------------------------------------------------------------------
+
+def profile_call(func, label, profile_dir, top=18):
+    profiler = cProfile.Profile()
+    profiler.enable()
+    func()
+    profiler.disable()
+    return write_profile(pstats.Stats(profiler), label, profile_dir, top)
+
+
+def write_profile(stats, label, profile_dir, top=18):
+    text = io.StringIO()
+    stats.stream = text
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    # The collection's own functions (and the YAML entry points), by cumulative time.
+    stats.print_stats(r"_hostlist|_model|slurm|simulation|_common|_file|tree\.py|__init__\.py:\d+\((safe_)?load\)"
+                      r"|exit_json|_return_formatted", 40)
+    path = profile_dir / (re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".txt")
+    path.write_text(text.getvalue(), encoding="utf-8")
+    return path
+
+
+# -- environment ---------------------------------------------------------------------------------
+
+def machine_info():
+    cpu = "unknown"
+    memory_kb = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    memory_kb = int(line.split()[1])
+                    break
+    except OSError:
+        pass
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel
+        pyyaml = f"{yaml.__version__} (libyaml {'available' if yaml.__with_libyaml__ else 'missing'})"
+    except ImportError:
+        pyyaml = "missing"
+    try:
+        from ansible.release import __version__ as ansible_version  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        ansible_version = "missing"
+    return {
+        "nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu_model": cpu,
+        "memory_gb": None if memory_kb is None else round(memory_kb / 2**20, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "ansible_core": ansible_version,
+        "pyyaml": pyyaml,
+        "max_rss_tool": TIME_BIN and f"{TIME_BIN} -v" or "resource.getrusage(RUSAGE_CHILDREN)",
+        "loadavg_at_start": loadavg(),
+    }
+
+
+def loadavg():
+    """The 1, 5 and 15 minute load averages: a busy machine inflates every number."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def print_table(records):
+    width = max(len(r["step"]) for r in records)
+    print(f"\n{'step':<{width}}  {'min s':>8}  {'median s':>8}  {'peak MB':>8}  peak measure")
+    print("-" * (width + 50))
+    for r in records:
+        peak = "" if r["peak_mb"] is None else f"{r['peak_mb']:.1f}"
+        print(f"{r['step']:<{width}}  {r['min_s']:>8.3f}  {r['median_s']:>8.3f}  {peak:>8}  {r['peak_kind']}")
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--nodes", type=int, default=100_000, help="model size (default 100000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measure; min and median are reported")
+    parser.add_argument("--out", help="directory for the generated model and outputs (default: a temp dir)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also write cProfile reports (in process and of the module) to OUT/profile")
+    parser.add_argument("--skip-ansible", action="store_true", help="skip the ansible-playbook runs")
+    parser.add_argument("--results", default=str(RESULTS / "latest.json"), help="results JSON path")
+    options = parser.parse_args(argv)
+    if options.nodes < 1 or options.repeat < 1:
+        parser.error("--nodes and --repeat must be positive")
+
+    coll_root, temporary_root = collection_root()
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
+    from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+
+    out_dir = Path(options.out).resolve() if options.out else Path(tempfile.mkdtemp(prefix="aifactory-bench-"))
+    (out_dir / "module").mkdir(parents=True, exist_ok=True)
+    profile_dir = out_dir / "profile"
+    if options.profile:
+        profile_dir.mkdir(exist_ok=True)
+        if not options.out:
+            print("note: --profile without --out: the reports are deleted with the temp dir at the end")
+    try:
+        info = machine_info()
+        shape = model_shape(options.nodes)
+        print(f"machine: {info['nproc']} CPUs, {info['cpu_model']}, {info['memory_gb']} GB; python {info['python']}, "
+              f"ansible-core {info['ansible_core']}, PyYAML {info['pyyaml']}; load average {info['loadavg_at_start']}")
+        print(f"model:   {shape['nodes']} nodes, {shape['racks']} racks x {RACK_SIZE} (last {shape['last_rack_nodes']}), "
+              f"{shape['leaf_switches']} leaves, {shape['spine_switches']} spines, 1 core; out: {out_dir}")
+
+        model_path = out_dir / "model.yaml"
+        started = time.perf_counter()
+        model_bytes = write_model(model_path, options.nodes)
+        print(f"generated {model_path} ({model_bytes} bytes) in {time.perf_counter() - started:.2f} s")
+
+        records = []
+        params = {"model_path": str(model_path)}
+        record, topology = measure_in_process("load model (simulation provider)",
+                                              lambda: discover("simulation", params), options.repeat)
+        records.append(record)
+        if len(topology.nodes) != options.nodes:
+            print(f"WARNING: the model loaded {len(topology.nodes)} nodes, expected {options.nodes}")
+
+        block_options = slurm.BlockOptions(block_sizes=BLOCK_SIZES)
+        specs = [
+            slurm.TopologySpec("nvl72", "topology/block", nodes=None, block_sizes=BLOCK_SIZES, cluster_default=True),
+            slurm.TopologySpec("fabric", "topology/tree", nodes=None),
+            slurm.TopologySpec("admin", "topology/flat"),
+        ]
+        renders = {
+            "render topology.conf (tree)": (lambda: slurm.render_tree_conf(topology), "topology-tree.conf"),
+            "render topology.conf (block 18,36,72,144)":
+                (lambda: slurm.render_block_conf(topology, block_options), "topology-block.conf"),
+            "render topology.yaml (block+tree+flat)":
+                (lambda: slurm.render_topology_yaml(topology, specs, slurm.BlockOptions()), "topology.yaml"),
+        }
+        sizes = {}
+        for name, (func, filename) in renders.items():
+            record, text = measure_in_process(name, func, options.repeat)
+            (out_dir / filename).write_text(text, encoding="utf-8")
+            record["output_bytes"] = len(text.encode())
+            sizes[filename] = len(text.encode())
+            records.append(record)
+
+        record, compact = measure_in_process("to_compact", topology.to_compact, options.repeat)
+        records.append(record)
+        compact_json = json.dumps(compact, separators=(",", ":"))
+        compact_bytes = len(compact_json.encode())
+        (out_dir / "model.compact.json").write_text(compact_json, encoding="utf-8")
+        record, _value = measure_in_process("from_compact", lambda: Topology.from_compact(compact), options.repeat)
+        records.append(record)
+        record, back = measure_in_process(
+            "compact JSON round trip (to_compact+dumps+loads+from_compact)",
+            lambda: Topology.from_compact(json.loads(json.dumps(topology.to_compact(), separators=(",", ":")))),
+            options.repeat)
+        record["compact_json_bytes"] = compact_bytes
+        records.append(record)
+        if back.to_compact() != compact:
+            print("WARNING: the compact round trip changed the model")
+
+        if options.profile:
+            for label, func in [("load model", lambda: discover("simulation", params))] + \
+                    [(name, func) for name, (func, _f) in renders.items()] + \
+                    [("from_compact", lambda: Topology.from_compact(compact))]:
+                print(f"profile: {profile_call(func, label, profile_dir)}")
+
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(coll_root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env.pop("ANSIBLE_CONFIG", None)
+        cfg = out_dir / "ansible.cfg"
+        cfg.write_text("[defaults]\nretry_files_enabled = False\n", encoding="utf-8")
+        env.update({
+            "ANSIBLE_CONFIG": str(cfg),
+            "ANSIBLE_COLLECTIONS_PATH": str(coll_root),
+            "ANSIBLE_CALLBACK_PLUGINS": str(BENCH / "callback_plugins"),
+            "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
+            "ANSIBLE_NOCOLOR": "1",
+        })
+        cases = module_cases(model_path, out_dir)
+        records += bench_module(cases, options.repeat, env, out_dir, "direct")
+        if options.profile:
+            for case, args in cases.items():
+                dest = Path(args["dest"])
+                for state in ("new file", "unchanged file"):
+                    if state == "new file" and dest.exists():
+                        dest.unlink()
+                    args_file = out_dir / "module" / "args.json"
+                    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}), encoding="utf-8")
+                    prof = profile_dir / (re.sub(r"[^A-Za-z0-9]+", "-", f"module {case} {state}").strip("-") + ".prof")
+                    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", MODULE, str(args_file)],
+                                   env=env, cwd=out_dir, capture_output=True, check=False)
+                    print(f"profile: {write_profile(pstats.Stats(str(prof)), f'module {case} {state}', profile_dir)}")
+        if not options.skip_ansible:
+            if shutil.which("ansible-playbook", path=env.get("PATH")):
+                records += bench_module(cases, options.repeat, env, out_dir, "playbook")
+            else:
+                print("ansible-playbook not found: skipping the playbook runs")
+
+        print_table(records)
+        module_records = [r for r in records if r["kind"] in ("process", "ansible task") and "module" in r["step"]]
+        verdict = {
+            "target_seconds": TARGET_SECONDS, "target_mb": TARGET_MB,
+            "worst_module_median_s": max(r["median_s"] for r in module_records),
+            "worst_module_peak_mb": max(r["peak_mb"] or 0 for r in module_records),
+        }
+        verdict["within_target"] = (verdict["worst_module_median_s"] <= TARGET_SECONDS
+                                    and verdict["worst_module_peak_mb"] <= TARGET_MB)
+        print(f"\ncompact JSON: {compact_bytes} bytes; model YAML: {model_bytes} bytes; outputs: "
+              + ", ".join(f"{k} {v} bytes" for k, v in sizes.items()))
+        print(f"module target {TARGET_SECONDS:g} s / {TARGET_MB:g} MB: worst median {verdict['worst_module_median_s']:.2f} s, "
+              f"worst peak {verdict['worst_module_peak_mb']:.0f} MB -> "
+              f"{'within' if verdict['within_target'] else 'OVER'} target (informational, never asserted)")
+
+        results = {
+            "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(["python", "bench/run.py"] + (argv if argv is not None else sys.argv[1:])),
+            "repeat": options.repeat, "machine": info, "model": dict(shape, yaml_bytes=model_bytes),
+            "loadavg_at_end": loadavg(), "compact_json_bytes": compact_bytes, "output_bytes": sizes, "steps": records, "target": verdict,
+        }
+        results_path = Path(options.results)
+        results_path.parent.mkdir(parents=True, exist_ok=True)
+        results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {results_path}")
+    finally:
+        if not options.out:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        if temporary_root:
+            remove_collection_root(coll_root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
