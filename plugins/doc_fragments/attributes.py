@@ -17,6 +17,20 @@ attributes:
       - When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
 """
 
+    FILE_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+  safe_file_operations:
+    description: Uses Ansible's strict file operation functions to ensure proper permissions and avoid data corruption.
+    support: full
+"""
+
     INFO_MODULE = r"""
 options: {}
 attributes:

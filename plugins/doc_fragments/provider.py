@@ -38,3 +38,26 @@ options:
         type: dict
         default: {}
 """
+
+    # For modules that also take the model that topology_info returns.
+    MODEL = r"""
+options:
+  model:
+    description:
+      - The topology model in compact form, as returned by M(aifactory.topology.topology_info) in
+        RV(aifactory.topology.topology_info#module:topology).
+      - Mutually exclusive with O(provider); one of them is required.
+    type: dict
+"""
+
+    # For modules that render a file.
+    OUTPUT_FILE = r"""
+options:
+  dest:
+    description: The file to write. Without it nothing is written and RV(content) is returned.
+    type: path
+  backup:
+    description: Keep a timestamped copy of the file it replaces.
+    type: bool
+    default: false
+"""

@@ -21,8 +21,19 @@ PROVIDER_ARG_SPEC = {
 }
 
 
-def provider_arg_spec():
-    return copy.deepcopy(PROVIDER_ARG_SPEC)
+def provider_arg_spec(model=False, output_file=False):
+    """provider, plus model (doc fragment provider.MODEL) and dest/backup (provider.OUTPUT_FILE)."""
+    spec = copy.deepcopy(PROVIDER_ARG_SPEC)
+    if model:
+        spec["model"] = {"type": "dict"}
+    if output_file:
+        spec["dest"] = {"type": "path"}
+        spec["backup"] = {"type": "bool", "default": False}
+    return spec
+
+
+# Module options: one source of the topology, never both.
+INPUT_CONSTRAINTS = {"mutually_exclusive": [("provider", "model")], "required_one_of": [("provider", "model")]}
 
 
 def load_topology(module):

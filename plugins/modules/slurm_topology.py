@@ -20,14 +20,12 @@ author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
   - aifactory.topology.provider
+  - aifactory.topology.provider.MODEL
+  - aifactory.topology.provider.OUTPUT_FILE
   - aifactory.topology.attributes
+  - aifactory.topology.attributes.FILE_MODULE
   - ansible.builtin.files
 options:
-  model:
-    description:
-      - The topology model in compact form, as returned by M(aifactory.topology.topology_info) in RV(aifactory.topology.topology_info#module:topology).
-      - Mutually exclusive with O(provider); one of them is required.
-    type: dict
   plugin:
     description:
       - The Slurm topology plugin for C(topology.conf).
@@ -88,17 +86,10 @@ options:
       - Set to an empty string to leave such nodes out of the file (with a warning).
     type: str
     default: no-topology
-  dest:
-    description: The file to write. Without it nothing is written and RV(content) is returned.
-    type: path
   header:
     description: A comment written as the first line of the file. An empty string writes none.
     type: str
     default: "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
-  backup:
-    description: Keep a timestamped copy of the file it replaces.
-    type: bool
-    default: false
   validate:
     description:
       - A command run on the new file before it replaces O(dest); C(%s) stands for the file's path.
@@ -119,16 +110,6 @@ options:
     description: The scontrol command used to resolve C(partition) in O(topologies).
     type: str
     default: scontrol
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
-  safe_file_operations:
-    description: Uses Ansible's strict file operation functions to ensure proper permissions and avoid data corruption.
-    support: full
 """
 
 EXAMPLES = r"""
@@ -205,15 +186,18 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job
-from ansible_collections.aifactory.topology.plugins.module_utils._common import load_topology, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+    INPUT_CONSTRAINTS,
+    load_topology,
+    provider_arg_spec,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file, read_text
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
 
 def main():
-    argument_spec = provider_arg_spec()
+    argument_spec = provider_arg_spec(model=True, output_file=True)
     argument_spec.update(
-        model={"type": "dict"},
         plugin={"type": "str", "choices": ["topology/tree", "topology/block"]},
         block_sizes={"type": "list", "elements": "int"},
         topologies={"type": "dict"},
@@ -224,9 +208,7 @@ def main():
             "format": {"type": "str", "required": True},
         }},
         no_topology_switch={"type": "str", "default": "no-topology"},
-        dest={"type": "path"},
         header={"type": "str", "default": job.DEFAULT_HEADER},
-        backup={"type": "bool", "default": False},
         validate={"type": "str"},
         max_node_loss={"type": "float", "default": 10.0},
         force={"type": "bool", "default": False},
@@ -234,8 +216,8 @@ def main():
     )
     module = AnsibleModule(
         argument_spec=argument_spec,
-        mutually_exclusive=[("provider", "model"), ("plugin", "topologies")],
-        required_one_of=[("provider", "model")],
+        mutually_exclusive=INPUT_CONSTRAINTS["mutually_exclusive"] + [("plugin", "topologies")],
+        required_one_of=INPUT_CONSTRAINTS["required_one_of"],
         add_file_common_args=True,
         supports_check_mode=True,
     )

@@ -16,31 +16,11 @@ author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
   - aifactory.topology.provider
+  - aifactory.topology.provider.MODEL
+  - aifactory.topology.provider.OUTPUT_FILE
   - aifactory.topology.attributes
+  - aifactory.topology.attributes.FILE_MODULE
   - ansible.builtin.files
-options:
-  model:
-    description:
-      - The topology model in compact form, as returned by M(aifactory.topology.topology_info).
-      - Mutually exclusive with O(provider); one of them is required.
-    type: dict
-  dest:
-    description: The file to write. Without it nothing is written and RV(content) is returned.
-    type: path
-  backup:
-    description: Keep a timestamped copy of the file it replaces.
-    type: bool
-    default: false
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
-  safe_file_operations:
-    description: Uses Ansible's strict file operation functions to ensure proper permissions and avoid data corruption.
-    support: full
 """
 
 EXAMPLES = r"""
@@ -69,21 +49,22 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._common import load_topology, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+    INPUT_CONSTRAINTS,
+    load_topology,
+    provider_arg_spec,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
 from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
 
 def main():
-    argument_spec = provider_arg_spec()
-    argument_spec.update(model={"type": "dict"}, dest={"type": "path"}, backup={"type": "bool", "default": False})
     module = AnsibleModule(
-        argument_spec=argument_spec,
-        mutually_exclusive=[("provider", "model")],
-        required_one_of=[("provider", "model")],
+        argument_spec=provider_arg_spec(model=True, output_file=True),
         add_file_common_args=True,
         supports_check_mode=True,
+        **INPUT_CONSTRAINTS,
     )
     try:
         content = render_graph_json(load_topology(module))

@@ -17,14 +17,9 @@ author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
   - aifactory.topology.provider
+  - aifactory.topology.provider.MODEL
   - aifactory.topology.attributes
   - aifactory.topology.attributes.INFO_MODULE
-options:
-  model:
-    description:
-      - A model in compact form to validate, for example one read from a file.
-      - Mutually exclusive with O(provider); one of them is required.
-    type: dict
 notes:
   - Run it once for the cluster, typically with C(run_once) and C(delegate_to=localhost).
 """
@@ -88,19 +83,17 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._common import load_topology, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+    INPUT_CONSTRAINTS,
+    load_topology,
+    provider_arg_spec,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
 
 def main():
-    argument_spec = provider_arg_spec()
-    argument_spec["model"] = {"type": "dict"}
-    module = AnsibleModule(
-        argument_spec=argument_spec,
-        mutually_exclusive=[("provider", "model")],
-        required_one_of=[("provider", "model")],
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=provider_arg_spec(model=True), supports_check_mode=True,
+                           **INPUT_CONSTRAINTS)
     try:
         topology = load_topology(module)
     except TopologyError as exc:

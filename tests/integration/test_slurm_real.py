@@ -199,18 +199,24 @@ def keys_kept(written, loaded, where="topology.yaml"):
 BAD_LOG = ("Invalid hostnames", "lookup failure", "Ignoring", "fatal:")
 
 
+def yaml_nodes(entries):
+    """Every node the parsed topology.yaml entries place (blocks and tree switches)."""
+    nodes = set()
+    for _name, kind, spec in entries:
+        if kind == "block":
+            nodes.update(*(m for _block, m in spec[0]))
+        elif kind == "tree":
+            nodes.update(*(m for _children, m in spec.values()))
+    return nodes
+
+
 def verify_topology_file(root, filename, text):
     """Load `text` (a topology.conf or topology.yaml) in a real slurmctld and compare what it shows."""
     if filename.endswith((".yaml", ".yml")):
         entries = parse_yaml(text)
         if entries is None:
             pytest.skip(f"{filename} is not a topology.yaml (no list of `topology:` entries)")
-        nodes = set()
-        for _name, kind, spec in entries:
-            if kind == "block":
-                nodes.update(*(m for _block, m in spec[0]))
-            elif kind == "tree":
-                nodes.update(*(m for _children, m in spec.values()))
+        nodes = yaml_nodes(entries)
         names = [name for name, _kind, _spec in entries]
         partitions = [f"PartitionName=topo{i} Nodes=ALL Topology={name}" for i, name in enumerate(names)]
         partitions.append("PartitionName=all Nodes=ALL Default=YES")
@@ -337,12 +343,7 @@ def test_shrink_guard_reads_the_nodes_slurm_loads_from_a_headed_topology_yaml(sl
     """nodes_in_file() on the file as the module writes it (with header) == the nodes slurmctld loads."""
     text = job.with_header(rendered["block-tree-flat.yaml"], job.DEFAULT_HEADER)
     entries = parse_yaml(text)
-    expected = set()
-    for _name, kind, spec in entries:
-        if kind == "block":
-            expected.update(*(m for _block, m in spec[0]))
-        elif kind == "tree":
-            expected.update(*(m for _children, m in spec.values()))
+    expected = yaml_nodes(entries)
     verify_topology_file(slurm_root, "headed.yaml", text)  # Slurm itself loads the headed file fine
     assert slurm.nodes_in_file(text) == expected
 
