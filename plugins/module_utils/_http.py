@@ -1,0 +1,133 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""HTTP for providers: retries, bounded backoff, Retry-After, timeouts, TLS on, guarded paging.
+
+Topograph's history is the list of traps: endless paging on a repeated token, retry storms,
+TLS verification turned off. Every provider that speaks HTTP goes through this client.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+try:
+    import requests
+
+    HAS_REQUESTS = True
+except ImportError:  # pragma: no cover - exercised only where requests is missing
+    HAS_REQUESTS = False
+
+RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class HttpError(TopologyError):
+    """An API that could not be used; the message names the method, URL and what went wrong."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class HttpClient:
+    """A small requests wrapper with the retry policy every provider needs.
+
+    ``backoff`` is the first delay in seconds (doubled per attempt); ``sleep`` is injectable so
+    tests run without waiting. Credentials belong in ``headers``/``auth`` and never in messages.
+    """
+
+    def __init__(self, base_url, *, headers=None, auth=None, verify=True, ca_bundle=None, timeout=30.0,
+                 attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep, session=None):
+        if not HAS_REQUESTS:
+            raise TopologyError("this provider needs the Python library 'requests' on the host that runs it")
+        self.base_url = base_url.rstrip("/")
+        self.session = session or requests.Session()
+        self.session.headers.update(headers or {})
+        self.session.auth = auth
+        # A CA bundle path keeps verification on with a private CA; verify=False is explicit opt-out.
+        self.verify = ca_bundle if (verify and ca_bundle) else bool(verify)
+        self.timeout = timeout
+        self.attempts = max(1, int(attempts))
+        self.backoff = backoff
+        self.max_retry_after = max_retry_after
+        self.sleep = sleep
+
+    def url(self, path):
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def request(self, method, path, **kwargs):
+        url = self.url(path)
+        last = None
+        for attempt in range(1, self.attempts + 1):
+            try:
+                response = self.session.request(method, url, timeout=self.timeout, verify=self.verify, **kwargs)
+            except requests.exceptions.SSLError as exc:
+                raise HttpError(f"{method} {url}: TLS verification failed ({exc.__class__.__name__}); "
+                                "set ca_bundle to the CA that signed the server's certificate") from None
+            except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
+                last = f"{exc.__class__.__name__}"
+                delay = self.backoff * 2 ** (attempt - 1)
+            else:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in RETRY_STATUS:
+                    raise HttpError(f"{method} {url}: HTTP {response.status_code}{_detail(response)}",
+                                    response.status_code)
+                last = f"HTTP {response.status_code}"
+                delay = self._retry_after(response, attempt)
+            if attempt < self.attempts:
+                self.sleep(delay)
+        raise HttpError(f"{method} {url}: {last} after {self.attempts} attempts")
+
+    def _retry_after(self, response, attempt):
+        header = response.headers.get("Retry-After")
+        if header is not None:
+            try:
+                return min(max(float(header), 0.0), self.max_retry_after)
+            except ValueError:
+                pass  # an HTTP date: fall back to our own backoff
+        return self.backoff * 2 ** (attempt - 1)
+
+    def json(self, method, path, **kwargs):
+        response = self.request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError:
+            raise HttpError(f"{method} {self.url(path)}: the response is not JSON: {response.text[:200]!r}") from None
+
+
+def _detail(response):
+    text = (response.text or "").strip().replace("\n", " ")
+    return f": {text[:200]}" if text else ""
+
+
+def paginate(fetch, max_pages=100_000):
+    """Items of every page. ``fetch(token)`` returns ``(items, next_token)``; None or "" ends.
+
+    A token seen before stops the loop with an error instead of paging forever.
+    """
+    seen = set()
+    token = None
+    for _page in range(max_pages):
+        items, token = fetch(token)
+        yield from items
+        if not token:
+            return
+        if token in seen:
+            raise HttpError(f"the API returned page token {token!r} twice; stopping instead of looping")
+        seen.add(token)
+    raise HttpError(f"more than {max_pages} pages; stopping")
+
+
+def require_keys(document, keys, where):
+    """Fail clearly on a malformed body: ``where`` names the response and the missing key."""
+    if not isinstance(document, dict):
+        raise HttpError(f"{where}: expected a JSON object, got {json.dumps(document)[:100]}")
+    missing = [key for key in keys if key not in document]
+    if missing:
+        raise HttpError(f"{where}: missing {', '.join(missing)}")
+    return document
