@@ -30,10 +30,11 @@ import time
 from pathlib import Path
 
 DEBIAN_MIRROR = os.environ.get("AIFACTORY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-PACKAGES = "slurmctld,slurm-client,lua5.4"
+# python3: roles converge into the root through the community.general.chroot connection.
+PACKAGES = "slurmctld,slurm-client,lua5.4,python3"
 MARKER = "aifactory-testbed-ready"
 # Bump when the recipe changes so cached roots are rebuilt.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 
 
 class TestbedUnavailable(RuntimeError):
