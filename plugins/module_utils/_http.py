@@ -61,36 +61,24 @@ class HttpClient:
 
     def request(self, method, path, **kwargs):
         url = self.url(path)
-        last = None
-        for attempt in range(1, self.attempts + 1):
+
+        def attempt():
             try:
                 response = self.session.request(method, url, timeout=self.timeout, verify=self.verify, **kwargs)
             except requests.exceptions.SSLError as exc:
                 raise HttpError(f"{method} {url}: TLS verification failed ({exc.__class__.__name__}); "
                                 "set ca_bundle to the CA that signed the server's certificate") from None
             except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
-                last = f"{exc.__class__.__name__}"
-                delay = self.backoff * 2 ** (attempt - 1)
-            else:
-                if response.status_code < 400:
-                    return response
-                if response.status_code not in RETRY_STATUS:
-                    raise HttpError(f"{method} {url}: HTTP {response.status_code}{_detail(response)}",
-                                    response.status_code)
-                last = f"HTTP {response.status_code}"
-                delay = self._retry_after(response, attempt)
-            if attempt < self.attempts:
-                self.sleep(delay)
-        raise HttpError(f"{method} {url}: {last} after {self.attempts} attempts")
+                raise RetryableError(exc.__class__.__name__) from None
+            if response.status_code < 400:
+                return response
+            if response.status_code not in RETRY_STATUS:
+                raise HttpError(f"{method} {url}: HTTP {response.status_code}{_detail(response)}",
+                                response.status_code)
+            raise RetryableError(f"HTTP {response.status_code}", retry_after_seconds(response.headers.get("Retry-After")))
 
-    def _retry_after(self, response, attempt):
-        header = response.headers.get("Retry-After")
-        if header is not None:
-            try:
-                return min(max(float(header), 0.0), self.max_retry_after)
-            except ValueError:
-                pass  # an HTTP date: fall back to our own backoff
-        return self.backoff * 2 ** (attempt - 1)
+        return call_with_retries(attempt, f"{method} {url}", attempts=self.attempts, backoff=self.backoff,
+                                 max_retry_after=self.max_retry_after, sleep=self.sleep)
 
     def json(self, method, path, **kwargs):
         response = self.request(method, path, **kwargs)
@@ -103,6 +91,47 @@ class HttpClient:
 def _detail(response):
     text = (response.text or "").strip().replace("\n", " ")
     return f": {text[:200]}" if text else ""
+
+
+class RetryableError(Exception):
+    """One failed attempt that may succeed later; ``delay`` is the server's own wait (Retry-After), if any."""
+
+    def __init__(self, reason, delay=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+def retry_after_seconds(value):
+    """A Retry-After value in seconds; None when absent or an HTTP date (our backoff applies)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep):
+    """``attempt()``'s result, retried while it raises RetryableError, at most ``attempts`` times.
+
+    Between tries it waits the error's own delay (capped at ``max_retry_after``) or
+    ``backoff * 2**(try - 1)``. Any client (requests, boto3, gRPC) uses this one policy; ``what``
+    names the call in the final error.
+    """
+    attempts = max(1, int(attempts))
+    last = None
+    for number in range(1, attempts + 1):
+        try:
+            return attempt()
+        except RetryableError as exc:
+            last = exc
+        if number < attempts:
+            if last.delay is None:
+                sleep(backoff * 2 ** (number - 1))
+            else:
+                sleep(min(max(last.delay, 0.0), max_retry_after))
+    raise HttpError(f"{what}: {last.reason} after {attempts} attempts")
 
 
 def paginate(fetch, max_pages=100_000):

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory, simulation
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import infiniband, netq
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import aws, gcp, lambda_cloud, nebius, nscale, oci
+from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_accelerator
 
 PROVIDERS = {
     "simulation": simulation.discover,
     "inventory": inventory.discover,
+    "infiniband": infiniband.discover,
+    "netq": netq.discover,
+    "aws": aws.discover,
+    "gcp": gcp.discover,
+    "oci": oci.discover,
+    "lambda": lambda_cloud.discover,
+    "nebius": nebius.discover,
+    "nscale": nscale.discover,
 }
 
 
@@ -24,5 +35,10 @@ def discover(name, params=None, creds=None, warn=None):
         raise TopologyError(f"unknown provider {name!r}; known providers: {', '.join(sorted(PROVIDERS))}")
     if params is not None and not isinstance(params, dict):
         raise TopologyError(f"provider.params must be a mapping, got {type(params).__name__}")
-    topology = provider(params or {}, creds or {}, warn or (lambda message: None))
+    params = dict(params or {})
+    accelerator = params.pop("accelerator", None)  # any tree provider can take nvidia-smi domains
+    warn = warn or (lambda message: None)
+    topology = provider(params, creds or {}, warn)
+    if accelerator is not None:
+        apply_accelerator(topology, accelerator, warn)
     return topology.validate()

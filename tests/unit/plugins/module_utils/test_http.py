@@ -119,3 +119,32 @@ def test_headers_reach_the_server(server):
     http.json("GET", "/x")
     assert script.requests[0][1]["Authorization"] == "Bearer t0k"
     assert json.dumps(script.requests[0][0]) == '"/x"'
+
+
+def test_call_with_retries_is_one_policy_for_any_client():
+    from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries
+
+    outcomes = [RetryableError("gRPC UNAVAILABLE"), RetryableError("HTTP 429", delay=9.0), "done"]
+    delays = []
+
+    def attempt():
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert call_with_retries(attempt, "List", backoff=0.25, max_retry_after=5, sleep=delays.append) == "done"
+    assert delays == [0.25, 5]  # backoff, then the server's delay capped at max_retry_after
+
+    def failing():
+        raise RetryableError("boom")
+
+    with pytest.raises(HttpError, match="^List: boom after 2 attempts$"):
+        call_with_retries(failing, "List", attempts=2, sleep=delays.append)
+
+
+def test_retry_after_seconds_reads_numbers_and_ignores_dates():
+    from ansible_collections.aifactory.topology.plugins.module_utils._http import retry_after_seconds
+
+    assert retry_after_seconds("7") == 7.0 and retry_after_seconds(None) is None
+    assert retry_after_seconds("Wed, 21 Oct 2026 07:28:00 GMT") is None

@@ -62,7 +62,9 @@ def test_simulation_file_errors(tmp_path):
 
 
 def test_unknown_provider_lists_the_known_ones():
-    with pytest.raises(TopologyError, match="unknown provider 'netbox'; known providers: inventory, simulation"):
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import PROVIDERS
+
+    with pytest.raises(TopologyError, match="unknown provider 'netbox'; known providers: " + ", ".join(sorted(PROVIDERS))):
         discover("netbox", {})
 
 

@@ -1,0 +1,90 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVLink domains from ``nvidia-smi`` on each node, on top of any tree provider.
+
+Each node runs ``nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader``
+(one row per GPU). The rows of a node must agree; its domain is ``<clusterUuid>.<cliqueId>``,
+as in Topograph's infiniband providers. A node with a GPU outside any fabric (``N/A``, an
+all-zero cluster UUID) or with GPUs in different cliques fails the whole run, naming it:
+a wrong domain would let Slurm place one job across two NVLink domains.
+
+Providers take it as ``params.accelerator: {source: nvidia_smi, nvidia_smi: {node: output}}``.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+QUERY = "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader"
+_UNAVAILABLE = frozenset({"", "n/a", "[n/a]", "not supported", "[not supported]", "unknown", "[unknown]"})
+_UNREGISTERED_UUID = "00000000-0000-0000-0000-000000000000"
+SOURCES = ("nvidia_smi", "nvidia-smi", "none")
+
+
+def node_domain(node, text):
+    """The domain of one node from its nvidia-smi rows; an error names the node and the row."""
+    domains = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != 2:
+            raise TopologyError(f"nvidia-smi output of {node}, row {number}: expected 'clusterUuid, cliqueId', "
+                                f"got {line.strip()!r} (run: {QUERY})")
+        uuid, clique = fields
+        for value, what in ((uuid, "fabric.clusterUuid"), (clique, "fabric.cliqueId")):
+            if value.lower() in _UNAVAILABLE:
+                raise TopologyError(f"nvidia-smi output of {node}, row {number}: {what} is {value or 'empty'!r}; "
+                                    "the GPU is not in an NVLink fabric (is nvidia-imex / the fabric manager running?)")
+        if uuid == _UNREGISTERED_UUID:
+            raise TopologyError(f"nvidia-smi output of {node}, row {number}: the cluster UUID is all zeros; "
+                                "the GPU has not registered with the NVLink fabric yet")
+        domains.setdefault(f"{uuid}.{clique}", number)
+    if not domains:
+        raise TopologyError(f"nvidia-smi output of {node} has no GPU row")
+    if len(domains) > 1:
+        found = ", ".join(f"{domain} (row {row})" for domain, row in domains.items())
+        raise TopologyError(f"nvidia-smi output of {node}: its GPUs are in different NVLink domains: {found}")
+    return next(iter(domains))
+
+
+def apply_nvidia_smi_domains(topology, outputs, warn=None):
+    """Set each node's accelerator domain from its nvidia-smi output; returns ``topology``.
+
+    ``outputs`` maps node -> raw output (or a registered command result with ``stdout``).
+    Nodes the tree provider did not report are added without a switch, with a warning.
+    """
+    if not isinstance(outputs, dict) or not outputs:
+        raise TopologyError("accelerator.nvidia_smi must map each node to its nvidia-smi output")
+    warn = warn or (lambda message: None)
+    domains = {str(node): node_domain(node, command_output(value, f"accelerator.nvidia_smi.{node}"))
+               for node, value in outputs.items()}
+    added = []
+    for node, domain in domains.items():
+        known = topology.nodes.get(node)
+        if known is None:
+            added.append(node)
+            topology.add_node(node, domain=domain, source=f"accelerator.nvidia_smi.{node}")
+        elif known.domain != domain:
+            known.domain, known.sub_domain = domain, None
+    if added:
+        warn(f"{len(added)} nodes with nvidia-smi output are not in the {len(topology.nodes) - len(added)}-node tree "
+             f"and get no switch: {hostlist.compress(added)}")
+    return topology
+
+
+def apply_accelerator(topology, spec, warn=None):
+    """``params.accelerator`` of any provider: ``{source: nvidia_smi|none, nvidia_smi: {node: output}}``."""
+    if not isinstance(spec, dict):
+        raise TopologyError("params.accelerator must be a mapping with source and nvidia_smi")
+    extra = set(spec) - {"source", "nvidia_smi"}
+    if extra:
+        raise TopologyError(f"params.accelerator has unknown keys: {', '.join(sorted(map(str, extra)))}")
+    source = spec.get("source", "nvidia_smi")
+    if source not in SOURCES:
+        raise TopologyError(f"params.accelerator.source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source == "none":
+        return topology
+    return apply_nvidia_smi_domains(topology, spec.get("nvidia_smi"), warn)

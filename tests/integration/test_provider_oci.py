@@ -1,0 +1,211 @@
+"""oci provider end to end against a local server reproducing OCI Identity and Core.
+
+The server **verifies** every request's HTTP Signature with the public half of the test key
+(signing string ``date``, ``(request-target)``, ``host``), so a wrong signature fails the test
+as the real API would (401). Lists: ``GET /20160918/availabilityDomains?compartmentId=`` (a JSON
+array), ``GET /20160918/computeHosts?compartmentId=&availabilityDomain=&limit=&page=`` (a
+ComputeHostCollection ``{items}`` with the ``opc-next-page`` header), then
+``GET /20160918/computeHosts/{id}`` (a ComputeHost).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from tests.integration.fake_apis import (  # noqa: F401  # pylint: disable=unused-import
+    HANG,
+    NO_WAIT,
+    Pages,
+    discover,
+    fake_http,
+    json_reply,
+    placement,
+    sleeps,
+    slurm_topology_run,
+    topology_info_run,
+)
+
+cryptography = pytest.importorskip("cryptography", reason="the oci provider signs requests with cryptography")
+from cryptography.exceptions import InvalidSignature  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: E402
+
+TENANCY = "ocid1.tenancy.oc1..aaaatenancy"
+USER = "ocid1.user.oc1..aaaauser"
+FINGERPRINT = "20:3b:97:13:55:1c:5b:0d:d3:37:d8:50:4e:c5:3a:34"
+PASSPHRASE = "oci-passphrase-77d1"
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+PEM = KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                        serialization.BestAvailableEncryption(PASSPHRASE.encode())).decode()
+CREDS = {"tenancy_id": TENANCY, "user_id": USER, "fingerprint": FINGERPRINT, "private_key": PEM,
+         "passphrase": PASSPHRASE}
+AD1, AD2 = "Uocm:PHX-AD-1", "Uocm:PHX-AD-2"
+
+
+def signature_problem(request):
+    """None when the request carries a valid OCI signature by KEY; else what is wrong."""
+    match = re.fullmatch(r'Signature version="1",keyId="([^"]+)",algorithm="rsa-sha256",headers="([^"]+)",'
+                         r'signature="([^"]+)"', request.headers.get("authorization", ""))
+    if not match:
+        return "no Signature authorization header"
+    key_id, names, signature = match.groups()
+    if key_id != f"{TENANCY}/{USER}/{FINGERPRINT}" or names.split() != ["date", "(request-target)", "host"]:
+        return f"unexpected keyId or signed headers: {key_id} {names}"
+    lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
+             else f"{name}: {request.headers[name]}" for name in names.split()]
+    try:
+        KEY.public_key().verify(base64.b64decode(signature), "\n".join(lines).encode(), padding.PKCS1v15(),
+                                hashes.SHA256())
+    except InvalidSignature:
+        return "the signature does not verify"
+    return None
+
+
+def host(host_id, instance_id, local=None, network=None, island=None, fabric=None, rack=None):
+    summary = {"id": host_id, "instanceId": instance_id, "availabilityDomain": AD1, "compartmentId": TENANCY,
+               "shape": "BM.GPU.GB200.4", "lifecycleState": "IN_USE", "health": "HEALTHY",
+               "localBlockId": local, "networkBlockId": network, "hpcIslandId": island, "gpuMemoryFabricId": fabric}
+    summary = {k: v for k, v in summary.items() if v is not None}
+    detail = dict(summary, additionalData={"locationDetails": {"rack": rack, "building": "B1"}} if rack else {})
+    return summary, detail
+
+
+HOSTS = {
+    "h1": host("ocid1.computehost.h1", "ocid1.instance.i1", "lb-1", "nb-1", "hi-1", "gmf-1", "R01"),
+    "h2": host("ocid1.computehost.h2", "ocid1.instance.i2", "lb-1", "nb-1", "hi-1", "gmf-1"),
+    "h3": host("ocid1.computehost.h3", "ocid1.instance.i3", "lb-2", "nb-1", "hi-1", "gmf-2", "R02"),
+    "h4": host("ocid1.computehost.h4", "ocid1.instance.i4", "lb-3", None, "hi-1"),  # no network block
+    "h5": host("ocid1.computehost.h5", "ocid1.instance.other", "lb-9", "nb-9", "hi-9"),  # not requested
+}
+
+
+def make_route(pages=None):
+    def route(request):
+        problem = signature_problem(request)
+        if problem:
+            return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
+        path = request.path.split("/20160918", 1)[-1]
+        if path == "/availabilityDomains":
+            assert request.query == {"compartmentId": TENANCY}
+            return json_reply([{"name": AD1, "id": "ocid1.ad.1", "compartmentId": TENANCY},
+                               {"name": AD2, "id": "ocid1.ad.2", "compartmentId": TENANCY}])
+        if path == "/computeHosts":
+            if request.query["availabilityDomain"] == AD2:
+                return json_reply({"items": []})
+            page = (pages or {}).get(request.query.get("page"))
+            if callable(page):
+                page = page(request)
+            if page is not None:
+                return page
+            if request.query.get("page") is None:
+                return json_reply({"items": [HOSTS[h][0] for h in ("h1", "h2", "h5")]}, headers={"opc-next-page": "p2"})
+            return json_reply({"items": [HOSTS[h][0] for h in ("h3", "h4")]})
+        for pair in HOSTS.values():
+            if path == f"/computeHosts/{pair[0]['id']}":
+                return json_reply(pair[1])
+        return json_reply({"code": "NotAuthorizedOrNotFound"}, status=404)
+    return route
+
+
+REQUESTED = [{"region": "us-phoenix-1", "instances": {"ocid1.instance.i1": "gb-n01", "ocid1.instance.i2": "gb-n02",
+                                                      "ocid1.instance.i3": "gb-n03", "ocid1.instance.i4": "gb-n04",
+                                                      "ocid1.instance.i5": "gb-n05"}}]
+
+
+def params(server, instances=None, **extra):
+    return dict(NO_WAIT, instances=instances or REQUESTED, identity_url=f"{server.url}/{{region}}/identity",
+                compute_url=f"{server.url}/{{region}}/iaas", **extra)
+
+
+def test_signed_requests_hosts_blocks_fabric_domains_normalised_names(fake_http, monkeypatch):
+    server = fake_http(make_route())
+    result = topology_info_run(monkeypatch, "oci", params(server, page_size=3), CREDS)
+    assert not result["failed"], result
+    assert all(signature_problem(request) is None for request in server.requests)
+    lists = [r for r in server.requests if r.path.endswith("/computeHosts")]
+    assert [(r.query["availabilityDomain"], r.query.get("page"), r.query["limit"]) for r in lists] == [
+        (AD1, None, "3"), (AD1, "p2", "3"), (AD2, None, "3")]
+    assert all(r.query["compartmentId"] == TENANCY for r in lists)
+    assert server.requests[0].path == "/us-phoenix-1/identity/20160918/availabilityDomains"
+    details = sorted(r.path.rsplit("/", 1)[-1] for r in server.requests if "/computeHosts/" in r.path)
+    assert details == ["ocid1.computehost.h1", "ocid1.computehost.h2", "ocid1.computehost.h3",
+                       "ocid1.computehost.h4"]  # never the unrequested h5
+    assert result["summary"]["nodes_without_switch"] == 2
+    assert result["warnings"][0].endswith("no-topology): gb-n[04-05]")
+    topology, _warnings = discover("oci", params(server), CREDS)
+    assert placement(topology, "gb-n01") == (["lb-1", "nb-1", "hi-1"], "gmf-1", "gmf-1.R01")
+    assert placement(topology, "gb-n02") == (["lb-1", "nb-1", "hi-1"], "gmf-1", None)
+    assert placement(topology, "gb-n03") == (["lb-2", "nb-1", "hi-1"], "gmf-2", "gmf-2.R02")
+    names = {sid: topology.switches[sid].name for sid in topology.switches}
+    assert names == {"hi-1": "switch.3.1", "nb-1": "switch.2.1", "lb-1": "switch.1.1", "lb-2": "switch.1.2"}
+
+
+def test_a_wrong_key_is_rejected_by_the_server_and_reported(fake_http):
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()).decode()
+    server = fake_http(make_route())
+    with pytest.raises(Exception, match="HTTP 401: .*the signature does not verify"):
+        discover("oci", params(server), dict(CREDS, private_key=other, passphrase=""))
+
+
+def test_a_bad_passphrase_is_a_clear_error_without_the_key(fake_http):
+    server = fake_http(make_route())
+    with pytest.raises(Exception, match="not a PEM RSA private key, or the passphrase is wrong") as info:
+        discover("oci", params(server), dict(CREDS, passphrase="wrong"))
+    assert "PRIVATE KEY" not in str(info.value) and not server.requests
+
+
+def test_a_repeated_page_token_stops_with_an_error(fake_http):
+    server = fake_http(make_route({"p2": json_reply({"items": []}, headers={"opc-next-page": "p2"})}))
+    with pytest.raises(Exception, match="page token 'p2' twice"):
+        discover("oci", params(server), CREDS)
+
+
+def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
+    pages = Pages(json_reply({"code": "TooManyRequests"}, 429, {"Retry-After": "2"}),
+                  json_reply({"code": "InternalServerError"}, 500),
+                  json_reply({"items": [HOSTS["h1"][0]]}))
+    server = fake_http(make_route({"p2": pages}))
+    topology, _warnings = discover("oci", dict(params(server), retry_backoff=0.125, retry_after_max=60), CREDS)
+    assert sleeps == [2.0, 0.25] and pages.calls == 3
+    assert topology.nodes["gb-n01"].domain == "gmf-1"
+
+
+def test_5xx_retries_are_bounded(fake_http, sleeps):
+    server = fake_http(make_route({"p2": json_reply({"code": "ServiceUnavailable"}, 503)}))
+    with pytest.raises(Exception, match=r"/us-phoenix-1/iaas/20160918/computeHosts: HTTP 503 after 2 attempts"):
+        discover("oci", dict(params(server), retry_attempts=2), CREDS)
+
+
+def test_timeouts_are_retried_then_reported(fake_http, sleeps):
+    server = fake_http(make_route({"p2": HANG}))
+    with pytest.raises(Exception, match="ReadTimeout after 2 attempts"):
+        discover("oci", dict(params(server), timeout=0.3, retry_attempts=2), CREDS)
+
+
+def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
+    server = fake_http(make_route({"p2": json_reply({"data": "not a ComputeHostCollection"})}))
+    dest = tmp_path / "topology.conf"
+    result = slurm_topology_run(monkeypatch, "oci", params(server), dest, CREDS)
+    assert result["failed"] and "expected a ComputeHostCollection" in result["msg"] and not dest.exists()
+
+
+def test_credentials_from_the_oci_cli_environment(fake_http, monkeypatch, tmp_path):
+    key_file = tmp_path / "oci_api_key.pem"
+    key_file.write_text(PEM)
+    for name, value in {"OCI_CLI_TENANCY": TENANCY, "OCI_CLI_USER": USER, "OCI_CLI_FINGERPRINT": FINGERPRINT,
+                        "OCI_CLI_KEY_FILE": str(key_file), "OCI_CLI_PASSPHRASE": PASSPHRASE}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("OCI_CLI_KEY_CONTENT", raising=False)
+    server = fake_http(make_route())
+    topology, _warnings = discover("oci", params(server))
+    assert topology.nodes["gb-n01"].switch == "lb-1"
+
+
+def playbook_case(start_http, start_grpc):
+    server = start_http(make_route())
+    return params(server), CREDS, [PASSPHRASE, PEM.splitlines()[1]], lambda: all(
+        signature_problem(request) is None for request in server.requests)

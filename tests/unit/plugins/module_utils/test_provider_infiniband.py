@@ -1,0 +1,124 @@
+"""The infiniband provider on Topograph's real ibnetdiscover outputs (good and cut off)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, infiniband
+
+from ...conftest_paths import FIXTURES
+
+GOOD = (FIXTURES / "ibnetdiscover-example.out").read_text()
+BAD = FIXTURES / "ibnetdiscover-example-bad.out"
+SPINE = "S-2c5eab0300c25f00"  # B10-P1-IBSPINE-07: the first of the nine spines in sorted-id order
+# The nodes Topograph's TestGenerateTopologyConfigValid requests (topograph: pkg/ib/ib_test.go).
+TOPOGRAPH_NODES = (["a05-p1-dgx-01-c03", "a05-p1-dgx-01-c04"] + [f"a06-p1-dgx-02-c{i:02d}" for i in range(1, 19)]
+                   + [f"b05-p1-dgx-05-c{i:02d}" for i in range(1, 19)])
+
+
+def run(params):
+    warnings = []
+    return discover("infiniband", params, warn=warnings.append), warnings
+
+
+def test_topographs_request_gives_its_tree_without_the_stray_leaf_above_the_spine():
+    topology, warnings = run({"ibnetdiscover": {"a05-p1-dgx-01-c03": GOOD}, "nodes": TOPOGRAPH_NODES})
+    # Topograph's expected output has the same spine and leaves, plus S-2c5eab0300b87b40 (a leaf
+    # switch of nodes it was not asked for) as a core above the spine; that leaf is not a core.
+    assert topology.to_compact()["switches"] == {
+        "S-2c5eab0300b879c0": SPINE, "S-2c5eab0300b87a80": SPINE, "S-2c5eab0300c25f00": None, "S-2c5eab0300c26040": SPINE}
+    tree = slurm.render_tree_conf(topology)
+    assert "SwitchName=B10-P1-IBSPINE-07 Switches=A09-P1-IBLEAF-01-02,A09-P1-IBLEAF-02-01,B09-P1-IBLEAF-01-05\n" in tree
+    assert "SwitchName=A09-P1-IBLEAF-02-01 Nodes=a05-p1-dgx-01-c[03-04]\n" in tree
+    assert "SwitchName=A09-P1-IBLEAF-01-02 Nodes=a06-p1-dgx-02-c[01-04,07,10-12,14,16,18]\n" in tree
+    assert "SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-18]\n" in tree
+    # Their HCAs describe themselves as "MT4129 ConnectX7 Mellanox Technologies": no host name.
+    assert "SwitchName=no-topology Nodes=a06-p1-dgx-02-c[05-06,08-09,13,15,17]\n" in tree
+    assert warnings == ["7 nodes have no HCA in the ibnetdiscover output and get no switch: "
+                        "a06-p1-dgx-02-c[05-06,08-09,13,15,17]"]
+
+
+def test_the_whole_fabric_collapses_nine_spines_and_four_rails_into_one_tree():
+    topology, warnings = run({"ibnetdiscover": {"a05-p1-dgx-01-c03": GOOD}})
+    summary = topology.summary()
+    assert (summary["nodes"], summary["switches"], summary["nodes_without_switch"]) == (121, 9, 0)
+    assert [sid for sid, sw in topology.switches.items() if sw.parent is None] == [SPINE]
+    assert topology.switches[SPINE].name == "B10-P1-IBSPINE-07"
+    # Rails 1, 2, 5 and 6 of a scalable unit reach the same nodes: their four leaves are one switch.
+    assert topology.nodes["b05-p1-dgx-05-c01"].switch == topology.nodes["b05-p1-dgx-05-c18"].switch == "S-2c5eab0300c26040"
+    # The SHARP aggregation nodes inside every switch are not hosts; "localhost" is not a node.
+    assert not any("Aggregation" in name or name == "localhost" for name in topology.nodes)
+    # Two of b08's rails also reach the UFM server and a host called "ubuntu": they stay one leaf.
+    assert topology.nodes["b08-p1-dgx-08-c01"].switch == topology.nodes["B11-P1-CUFM-02"].switch
+    assert warnings[0].startswith("14 nodes are linked to leaf switches that do not collapse into one")
+    assert warnings[1].startswith("69 HCAs have no host name in their node description and HCAs named ['localhost']")
+
+
+def test_the_cut_off_fixture_is_an_error_naming_the_line_not_a_partial_topology():
+    with pytest.raises(TopologyError, match=(
+            r"ibnetdiscover-example-bad.out, line 10: HCA 'H-b8e92403009ca838' \('dgx-gb200-n01-c1 HCA-1'\) "
+            r"has no port line: the output is cut off there, or the node that ran ibnetdiscover has its port down")):
+        run({"ibnetdiscover_files": [str(BAD)], "ibnetdiscover": {"a05-p1-dgx-01-c03": GOOD}})
+    with pytest.raises(TopologyError, match=r"ibnetdiscover output of dgx-gb200-n01, line 10: HCA"):
+        run({"ibnetdiscover": {"dgx-gb200-n01": BAD.read_text()}})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Switch\t2 \"S-1\"\t\t# \"leaf\" enhanced port 0 lid 1 lmc 0\n[1]\t\"H-2\"[1](2) \t\t# \"n1 mlx5_0\"\n"
+     "[2]\t\"S-3\n", r"out, line 3: malformed port line '\[2\]\\t\"S-3'"),
+    ("[1]\t\"H-2\"[1](2) \t\t# \"n1 mlx5_0\"\n", r"out, line 1: port line outside a Switch or Ca record"),
+    ("Switch\t2 \"S-1\"\t\t# \"leaf\"\n[1]\t\"H-2\"[1](2)\nibwarn: mad_rpc failed\n",
+     r"out, line 3: not ibnetdiscover output: 'ibwarn: mad_rpc failed'"),
+    ("Ca\t1 \"H-2\"\t\t# \"n1 mlx5_0\"\n[1](2) \t\"H-3\"[1]\t\t# \"n2 mlx5_0\"\n", r"out: no switch in the output"),
+    ("# Topology file: generated on ...\n\n", r"out: no switch in the output"),
+])
+def test_malformed_outputs_name_the_line(tmp_path, text, message):
+    path = tmp_path / "ib.out"
+    path.write_text(text)
+    with pytest.raises(TopologyError, match=message):
+        run({"ibnetdiscover_files": str(path)})
+
+
+def test_a_registered_command_result_is_read_and_a_failed_one_is_an_error():
+    topology, _warnings = run({"ibnetdiscover": {"n1": {"stdout": GOOD, "rc": 0}}, "nodes": "b05-p1-dgx-05-c[01-18]"})
+    assert len(topology.nodes) == 18
+    with pytest.raises(TopologyError, match=r"params.ibnetdiscover.n2: the command failed \(rc=1\): ibwarn: can't open"):
+        run({"ibnetdiscover": {"n1": GOOD, "n2": {"stdout": "", "rc": 1, "failed": True, "stderr": "ibwarn: can't open"}}})
+    with pytest.raises(TopologyError, match=r"ibnetdiscover output of n1 is empty"):
+        run({"ibnetdiscover": {"n1": "  \n"}})
+
+
+def test_outputs_that_differ_only_in_their_header_are_parsed_once(monkeypatch):
+    parsed = []
+    real = infiniband.parse
+    monkeypatch.setattr(infiniband, "parse", lambda text, source, fabric=None: parsed.append(source) or real(text, source, fabric))
+    later = GOOD.replace("Wed Aug  6 16:11:23 2025", "Wed Aug  6 16:12:01 2025")
+    topology, _warnings = run({"ibnetdiscover": {"n1": GOOD, "n2": later}})
+    assert parsed == ["ibnetdiscover output of n1"] and len(topology.nodes) == 121
+
+
+def test_node_map_names_hcas_by_guid_or_by_described_host():
+    # H-e09d730300858d88 (rail 6 of a06's c06) describes itself as "MT4129 ConnectX7 Mellanox Technologies".
+    node_map = {"0xE09D730300858D88": "a06-p1-dgx-02-c06", "a06-p1-dgx-02-c01": "gpu-a06-01"}
+    topology, warnings = run({"ibnetdiscover": {"n": GOOD}, "node_map": node_map, "nodes": "a06-p1-dgx-02-c[02,06],gpu-a06-01"})
+    assert {name: node.switch for name, node in topology.nodes.items()} == {
+        "gpu-a06-01": "S-2c5eab0300b87bc0", "a06-p1-dgx-02-c02": "S-2c5eab0300b87bc0", "a06-p1-dgx-02-c06": "S-2c5eab0300b87bc0"}
+    # c06 is named on rail 6 only, so rail 6's leaf has one more node than the other rails' leaves.
+    assert warnings[0].startswith("2 nodes are linked to leaf switches that do not collapse into one")
+
+
+def test_switch_names_come_from_the_description_when_there_is_one():
+    assert infiniband.switch_name("MF0;A09-P1-IBLEAF-01-01:MQM9701/U1") == "A09-P1-IBLEAF-01-01"
+    assert infiniband.switch_name("spine-7") == "spine-7"
+    assert infiniband.switch_name("Quantum Mellanox Technologies") is None
+
+
+def test_unknown_params_and_missing_input_are_errors():
+    with pytest.raises(TopologyError, match="infiniband params has unknown keys: ibnetdiscovr"):
+        run({"ibnetdiscovr": {}})
+    with pytest.raises(TopologyError, match="needs params.ibnetdiscover"):
+        run({})
+    with pytest.raises(TopologyError, match="no HCA in the ibnetdiscover output belongs to a node of params.nodes"):
+        run({"ibnetdiscover": {"n": GOOD}, "nodes": "gpu[01-02]"})  # a naming mismatch, not an empty fabric

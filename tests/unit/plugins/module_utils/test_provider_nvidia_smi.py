@@ -1,0 +1,90 @@
+"""nvidia-smi fabric rows as NVLink domains, on top of every tree provider."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_nvidia_smi_domains, node_domain
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+
+from ...conftest_paths import FIXTURES
+
+UUID_A = "6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34"
+UUID_B = "0c9e7d2a-5f41-4b8e-a3d6-71e2f0c4b958"
+
+
+def rows(uuid, clique, gpus=4):
+    return f"{uuid}, {clique}\n" * gpus
+
+
+def test_identical_per_gpu_rows_are_one_domain():
+    assert node_domain("n1", rows(UUID_A, 32766)) == f"{UUID_A}.32766"
+    assert node_domain("n1", f"  {UUID_A} ,32766\r\n\n{UUID_A}, 32766") == f"{UUID_A}.32766"
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"{UUID_A}, 32766\nN/A, N/A\n", r"nvidia-smi output of gpu7, row 2: fabric.clusterUuid is 'N/A'; the GPU is not in an NVLink fabric"),
+    (f"{UUID_A}, [N/A]\n", r"gpu7, row 1: fabric.cliqueId is '\[N/A\]'"),
+    (f"{UUID_A}, \n", r"gpu7, row 1: fabric.cliqueId is 'empty'"),
+    ("00000000-0000-0000-0000-000000000000, 0\n", r"gpu7, row 1: the cluster UUID is all zeros"),
+    (rows(UUID_A, 32766, 2) + rows(UUID_B, 32766, 2),
+     rf"gpu7: its GPUs are in different NVLink domains: {UUID_A}.32766 \(row 1\), {UUID_B}.32766 \(row 3\)"),
+    (rows(UUID_A, 1, 1) + rows(UUID_A, 2, 1), r"gpu7: its GPUs are in different NVLink domains"),
+    (f"{UUID_A}\n", r"gpu7, row 1: expected 'clusterUuid, cliqueId', got '6a4f"),
+    ("\n", r"nvidia-smi output of gpu7 has no GPU row"),
+])
+def test_unusable_rows_fail_naming_the_node(text, message):
+    with pytest.raises(TopologyError, match=message):
+        node_domain("gpu7", text)
+
+
+def test_one_bad_node_fails_the_whole_run_and_changes_nothing():
+    topology = Topology()
+    topology.add_node("gpu1")
+    with pytest.raises(TopologyError, match="gpu2, row 1"):
+        apply_nvidia_smi_domains(topology, {"gpu1": rows(UUID_A, 1), "gpu2": "N/A, N/A\n"})
+    assert topology.nodes["gpu1"].domain is None
+
+
+def test_nodes_outside_the_tree_are_added_without_a_switch_and_reported():
+    topology = Topology()
+    topology.add_switch("leaf")
+    topology.add_node("gpu1", switch="leaf", domain="old", sub_domain="old.rack")
+    warnings = []
+    apply_nvidia_smi_domains(topology, {"gpu1": rows(UUID_A, 1), "gpu2": {"stdout": rows(UUID_A, 1), "rc": 0}},
+                             warnings.append)
+    assert [(n.name, n.switch, n.domain, n.sub_domain) for n in topology.nodes.values()] == [
+        ("gpu1", "leaf", f"{UUID_A}.1", None), ("gpu2", None, f"{UUID_A}.1", None)]
+    assert warnings == ["1 nodes with nvidia-smi output are not in the 1-node tree and get no switch: gpu2"]
+
+
+def test_a_failed_nvidia_smi_task_is_an_error():
+    with pytest.raises(TopologyError, match=r"accelerator.nvidia_smi.gpu1: the command failed \(rc=9\): NVIDIA-SMI has failed"):
+        apply_nvidia_smi_domains(Topology(), {"gpu1": {"stdout": "", "rc": 9, "stderr": "NVIDIA-SMI has failed"}})
+
+
+IB = (FIXTURES / "ibnetdiscover-example.out").read_text()
+
+
+@pytest.mark.parametrize("name, params, node", [
+    ("inventory", {"switches": {"leaf1": None}, "hosts": {"gpu1": {"switch": "leaf1"}}}, "gpu1"),
+    ("simulation", {"model_path": str(FIXTURES / "small-tree.yaml")}, "I21"),
+    ("infiniband", {"ibnetdiscover": {"n": IB}, "nodes": "b05-p1-dgx-05-c[01-18]"}, "b05-p1-dgx-05-c01"),
+])
+def test_every_tree_provider_takes_nvidia_smi_domains(name, params, node):
+    accelerator = {"source": "nvidia_smi", "nvidia_smi": {node: rows(UUID_A, 32766)}}
+    topology = discover(name, dict(params, accelerator=accelerator))
+    assert topology.nodes[node].domain == f"{UUID_A}.32766"
+    assert topology.nodes[node].switch is not None  # the tree is the provider's
+
+
+def test_accelerator_source_none_and_bad_specs():
+    inventory = {"hosts": {"gpu1": {}}}
+    assert discover("inventory", dict(inventory, accelerator={"source": "none"})).nodes["gpu1"].domain is None
+    with pytest.raises(TopologyError, match="params.accelerator.source must be one of nvidia_smi, nvidia-smi, none"):
+        discover("inventory", dict(inventory, accelerator={"source": "kubernetes-label"}))
+    with pytest.raises(TopologyError, match="params.accelerator has unknown keys: nvidiaSmi"):
+        discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi", "nvidiaSmi": {}}))
+    with pytest.raises(TopologyError, match="accelerator.nvidia_smi must map each node"):
+        discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi"}))
