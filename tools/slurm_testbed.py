@@ -30,11 +30,12 @@ import time
 from pathlib import Path
 
 DEBIAN_MIRROR = os.environ.get("AIFACTORY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+# lua5.1: Slurm's cli_filter_lua.so links Lua 5.1, so cli_filter.lua is checked with luac5.1.
 # python3: roles converge into the root through the community.general.chroot connection.
-PACKAGES = "slurmctld,slurm-client,lua5.4,python3"
+PACKAGES = "slurmctld,slurm-client,lua5.1,python3"
 MARKER = "aifactory-testbed-ready"
 # Bump when the recipe changes so cached roots are rebuilt.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 
 
 class TestbedUnavailable(RuntimeError):

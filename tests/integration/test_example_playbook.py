@@ -8,10 +8,8 @@ input fails with the field named and writes nothing.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,17 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
 import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
+from ansible_run import recap, run_playbook  # noqa: E402
 
 pytestmark = pytest.mark.playbook
 
 
 def run_site(inventory, *extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(
-        [shutil.which("ansible-playbook") or "ansible-playbook", "-i", str(inventory), str(REPO / "playbooks/site.yml"),
-         *extra], capture_output=True, text=True, env=env, cwd=REPO, check=False)
-    recap = re.search(r"localhost\s+: ok=\d+\s+changed=(\d+).*failed=(\d+)", result.stdout)
-    return result, (int(recap.group(1)), int(recap.group(2))) if recap else (None, None)
+    result = run_playbook("-i", inventory, REPO / "playbooks/site.yml", *extra)
+    return result, recap(result.stdout, "localhost")
 
 
 @pytest.fixture
@@ -52,12 +47,22 @@ def edit_topology(inventory, change):
 def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
     first, (changed, failed) = run_site(inventory)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert (changed, failed) == (3, 0)
-    conf = inventory / "output" / "topology.conf"
-    yaml_file = inventory / "output" / "topology.yaml"
-    assert "BlockName=rack07\n" in conf.read_text()
-    assert "placeholders: rack07" in first.stdout
-    assert "4 nodes have no accelerator domain" in first.stdout
+    # directory, seeded slurm.conf, topology.yaml, cli_filter.lua, slurm.conf settings
+    assert (changed, failed) == (5, 0)
+    output = inventory / "output"
+    topology = yaml.safe_load((output / "topology.yaml").read_text())
+    nvl72 = next(entry for entry in topology if entry["topology"] == "nvl72")
+    assert [block["block"] for block in nvl72["block"]["blocks"]] == [f"rack{n:02d}" for n in range(1, 9)]
+    assert "nodes" not in nvl72["block"]["blocks"][6]  # rack07: a placeholder at its position
+    assert nvl72["block"]["block_sizes"] == [18, 36, 72]
+    slurm_conf = (output / "slurm.conf").read_text()
+    assert "PartitionName=gpu Nodes=gb200-r[01-08]-n[01-18] Default=YES MaxTime=INFINITE State=UP Topology=nvl72" \
+        in slurm_conf
+    assert "PartitionName=admin Nodes=ALL Hidden=YES State=UP AllowGroups=hpc-admins Topology=admin" in slurm_conf
+    assert "SwitchType=switch/nvidia_imex" in slurm_conf
+    assert "slurm_cli_pre_submit" in (output / "cli_filter.lua").read_text()
+    assert "placeholder racks: rack07" in first.stdout
+    assert "19 nodes are not in the model" in first.stdout
     validated = "yes" if testbed.unavailable_reason() is None else "no (test bed not available)"
     assert f"validated by real slurmctld: {validated}" in first.stdout
 
@@ -71,19 +76,20 @@ def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
         rack07["nodes"] = "gb200-r07-n[01-18]"
 
     edit_topology(inventory, rack07_arrives)
-    before = (conf.read_bytes(), yaml_file.read_bytes())
+    before = {path.name: path.read_bytes() for path in output.iterdir()}
     check, (changed, failed) = run_site(inventory, "--check", "--diff")
     assert check.returncode == 0 and failed == 0, check.stdout
-    assert changed == 2
-    assert "-BlockName=rack07\n" in check.stdout
-    assert "+BlockName=rack07 Nodes=gb200-r07-n[01-18]\n" in check.stdout
-    assert (conf.read_bytes(), yaml_file.read_bytes()) == before
+    assert changed == 1
+    assert "        - block: rack07\n+          nodes: gb200-r07-n[01-18]\n" in check.stdout
+    assert {path.name: path.read_bytes() for path in output.iterdir()} == before
 
     applied, (changed, failed) = run_site(inventory)
-    assert applied.returncode == 0 and changed == 2, applied.stdout
-    blocks = [line.split()[0] for line in conf.read_text().splitlines() if line.startswith("BlockName=")]
-    assert blocks == [f"BlockName=rack{n:02d}" for n in range(1, 9)]
-    assert "placeholders: none" in applied.stdout
+    assert applied.returncode == 0 and changed == 1, applied.stdout
+    topology = yaml.safe_load((output / "topology.yaml").read_text())
+    nvl72 = next(entry for entry in topology if entry["topology"] == "nvl72")
+    assert [block["block"] for block in nvl72["block"]["blocks"]] == [f"rack{n:02d}" for n in range(1, 9)]
+    assert nvl72["block"]["blocks"][6] == {"block": "rack07", "nodes": "gb200-r07-n[01-18]"}
+    assert "placeholder racks: none" in applied.stdout
 
 
 def test_bad_inventory_fails_naming_the_field_and_writes_nothing(inventory):
@@ -106,11 +112,8 @@ def test_provider_creds_never_appear_in_verbose_output(tmp_path):
             "creds": {"token": secret}}}, "register": "found"},
             {"name": "Show", "ansible.builtin.debug": {"var": "found"}}],
     }]))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(
-        [shutil.which("ansible-playbook") or "ansible-playbook", "-vvvv", "-i", "localhost,", "-c", "local",
-         "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", str(playbook)],
-        capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    result = run_playbook("-vvvv", "-i", "localhost,", "-c", "local",
+                          "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r'\bnodes"?: 6\b', result.stdout)  # the module really ran and its result was printed
     assert secret not in result.stdout + result.stderr

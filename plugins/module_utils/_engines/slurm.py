@@ -447,9 +447,27 @@ def _is_topology_conf(text):
     return True
 
 
+_YAML_NODES = re.compile(r"^\s*(?:-\s+)?nodes:\s*(.+?)\s*$")
+
+
+def _yaml_nodes_by_line(text):
+    """``nodes:`` values of a block-style topology.yaml, for hosts without PyYAML (minimal controllers)."""
+    names = set()
+    for line in text.splitlines():
+        match = _YAML_NODES.match(line.split(" #", 1)[0])
+        if match:
+            value = match.group(1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            names.update(hostlist.expand(value))
+    return names
+
+
 def nodes_in_file(text):
     """Node names that a topology.conf or topology.yaml text places, for the shrink guard."""
     names = set()
+    if not _is_topology_conf(text) and not _yaml.HAS_YAML:
+        return _yaml_nodes_by_line(text)
     if not _is_topology_conf(text):
         try:
             entries = _yaml.safe_load(text) or []

@@ -355,3 +355,13 @@ def test_nodes_in_file_reads_both_formats_with_headers():
     assert slurm.nodes_in_file(conf) == {"n1", "n2", "n3"}
     headed_yaml = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]()
     assert len(slurm.nodes_in_file(headed_yaml)) == 72
+
+
+def test_nodes_in_file_without_pyyaml_reads_our_yaml_by_line(monkeypatch):
+    from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+
+    text = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]() + GOLDEN_CASES["topograph-medium.topology.yaml"]()
+    with_yaml = slurm.nodes_in_file(text)
+    monkeypatch.setattr(_yaml, "HAS_YAML", False)
+    assert slurm.nodes_in_file(text) == with_yaml
+    assert "1101" in with_yaml and len(with_yaml) == 72 + 6

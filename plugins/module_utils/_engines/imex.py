@@ -1,0 +1,185 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA IMEX peer lists: one ``nodes_config.cfg`` per NVLink domain.
+
+IMEX needs the same list of peer addresses, in the same order, on every member of a domain
+(a mismatch shows as ``!M!`` and blocks communication), and only that domain's members.
+``domain_members`` gives each domain's nodes in a stable order (natural sort of the names);
+``peer_plan`` joins them with the addresses the hosts report and returns every problem at
+once, so that a playbook can refuse to write anything anywhere while one domain disagrees.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import natural_key
+
+try:
+    import netaddr
+except ImportError:  # reported by normalize_address, the only user
+    netaddr = None
+
+ADDRESS_SOURCES = ("auto", "variable", "facts")
+
+
+def domain_members(topology, include_empty=False) -> dict[str, list[str]]:
+    """Domain -> member nodes in natural order; domains in ``domain_order``, then the others in natural order.
+
+    Declared domains without nodes (day-2 placeholders) are left out unless ``include_empty``.
+    """
+    members = topology.domains()
+    declared = list(topology.domain_order)
+    others = sorted((name for name in members if name not in set(declared)), key=natural_key)
+    return {
+        name: sorted(members.get(name, []), key=natural_key)
+        for name in declared + others
+        if include_empty or members.get(name)
+    }
+
+
+def normalize_address(value) -> str:
+    """The canonical text of a unicast IPv4/IPv6 address; ValueError says what is wrong with it."""
+    if netaddr is None:
+        raise ValueError("the Python library 'netaddr' is required on the Ansible controller "
+                         "to validate IMEX addresses (pip install netaddr)")
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{value!r} is not an IP address")
+    text = value.strip()
+    try:
+        # INET_PTON: only the standard notation, never '10.1' or '012.0.0.1' style shorthands.
+        address = netaddr.IPAddress(text, flags=netaddr.INET_PTON)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        raise ValueError(f"{text!r} is not a valid IP address") from None
+    if address.value == 0:
+        raise ValueError(f"{text!r} is the unspecified address")
+    if address.is_loopback():
+        raise ValueError(f"{text!r} is a loopback address; peers on other nodes cannot reach it")
+    if address.is_multicast() or (address.version == 4 and address == netaddr.IPAddress("255.255.255.255")):
+        raise ValueError(f"{text!r} is not a unicast address")
+    if address.version == 6 and address.is_link_local():
+        raise ValueError(f"{text!r} is an IPv6 link-local address, which needs a zone IMEX peers do not share")
+    return str(address)
+
+
+def _resolve(record) -> tuple[str | None, str | None]:
+    """(address, None) or (None, problem) for one host record, following its address source."""
+    source = record.get("source") or "auto"
+    variable = record.get("address") or None
+    facts = record.get("facts_address") or None
+    origin = record.get("facts_origin") or "facts"
+    if not record.get("in_play", True):
+        if variable is None:
+            return None, ("not in this play (left out by --limit, unreachable or failed) and no imex_address in "
+                          "the inventory; run the play on the whole domain or set imex_address")
+        return _checked(variable, "imex_address")
+    if source not in ADDRESS_SOURCES:
+        return None, f"imex_address_source {source!r} is not one of {', '.join(ADDRESS_SOURCES)}"
+    if source == "variable" or (source == "auto" and variable is not None):
+        if variable is None:
+            return None, "no imex_address (imex_address_source: variable)"
+        return _checked(variable, "imex_address")
+    if facts is None:
+        if source == "auto":
+            return None, f"neither imex_address nor an address in its facts ({origin})"
+        return None, f"no address in its facts ({origin})"
+    address, problem = _checked(facts, f"the address in its facts ({origin})")
+    if problem or variable is None:
+        return address, problem
+    declared, problem = _checked(variable, "imex_address")
+    if problem:
+        return None, problem
+    if declared != address:
+        return None, f"imex_address {declared} differs from the address in its facts ({origin}) {address}"
+    return address, None
+
+
+def _checked(value, what) -> tuple[str | None, str | None]:
+    try:
+        return normalize_address(value), None
+    except ValueError as exc:
+        return None, f"{what}: {exc}"
+
+
+def peer_plan(topology, records) -> dict:
+    """Join each NVLink domain's members with their addresses; collect every problem.
+
+    ``records``: one mapping per inventory host: ``host``, ``node`` (its name in the model),
+    ``in_play`` (the host reported itself in this run), ``source`` (auto, variable or facts),
+    ``address`` (its imex_address), ``facts_address`` and ``facts_origin`` (what its facts say).
+
+    Only domains with at least one member in the play are planned (and checked). Returns
+    ``domains``: domain -> {nodes, hosts, addresses} in the domain's node order; ``hosts``: each
+    host in the play -> {node, domain, reason} (domain None with the reason when it has no
+    NVLink domain); ``errors``: messages naming the domain, node, host and address.
+    """
+    members = domain_members(topology)
+    domain_of = {node: domain for domain, nodes in members.items() for node in nodes}
+    errors: list[str] = []
+
+    by_node: dict[str, dict] = {}
+    claimed_by: dict[str, list[str]] = {}
+    for record in records:
+        node = record.get("node") or record.get("host")
+        claimed_by.setdefault(node, []).append(record.get("host"))
+        # A host that reported itself wins over an inventory-only entry for the same node.
+        if node not in by_node or (record.get("in_play") and not by_node[node].get("in_play")):
+            by_node[node] = record
+
+    hosts: dict[str, dict] = {}
+    wanted: list[str] = []
+    for record in records:
+        if not record.get("in_play"):
+            continue
+        node = record.get("node") or record["host"]
+        domain = domain_of.get(node)
+        if domain is None:
+            reason = ("is not in the topology model" if node not in topology.nodes
+                      else "has no NVLink domain in the topology model")
+        else:
+            reason = None
+            if domain not in wanted:
+                wanted.append(domain)
+        hosts[record["host"]] = {"node": node, "domain": domain, "reason": reason}
+
+    domains: dict[str, dict] = {}
+    owner_of_address: dict[str, tuple[str, str]] = {}
+    for domain in (name for name in members if name in wanted):
+        plan = {"nodes": members[domain], "hosts": [], "addresses": []}
+        seen: dict[str, str] = {}
+        families: dict[int, str] = {}
+        for node in members[domain]:
+            claimants = claimed_by.get(node, [])
+            if len(claimants) > 1:
+                errors.append(f"domain {domain}: node {node} is claimed by several hosts "
+                              f"({', '.join(sorted(claimants))}); set imex_node_name so that each node has one host")
+                continue
+            record = by_node.get(node)
+            if record is None:
+                errors.append(f"domain {domain}: node {node} has no inventory host (no host of that name and "
+                              f"no host with imex_node_name: {node}), so its address is unknown")
+                continue
+            address, problem = _resolve(record)
+            label = node if record["host"] == node else f"{node} (host {record['host']})"
+            if problem:
+                errors.append(f"domain {domain}: node {label}: {problem}")
+                continue
+            if address in seen:
+                errors.append(f"domain {domain}: nodes {seen[address]} and {node} have the same address {address}")
+                continue
+            version = 6 if ":" in address else 4
+            other = families.get(10 - version)
+            if other is not None:
+                errors.append(f"domain {domain}: node {node} has an IPv{version} address ({address}) but "
+                              f"{other} has an IPv{10 - version} one; use one address family per domain")
+                continue
+            families.setdefault(version, f"{node} ({address})")
+            if address in owner_of_address:
+                other_domain, other_node = owner_of_address[address]
+                errors.append(f"domain {domain}: node {node} has address {address}, which node {other_node} "
+                              f"of domain {other_domain} has too")
+                continue
+            seen[address] = node
+            owner_of_address[address] = (domain, node)
+            plan["hosts"].append(record["host"])
+            plan["addresses"].append(address)
+        domains[domain] = plan
+    return {"domains": domains, "hosts": hosts, "errors": errors}

@@ -1,0 +1,128 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: slurm_conf
+short_description: Manage individual settings and partition attributes in slurm.conf
+version_added: 0.1.0
+description:
+  - Sets or removes the global C(Key=Value) settings and the partition attributes it is given, and leaves
+    every other line of C(slurm.conf) exactly as it is, so the site keeps owning the file.
+  - Reports whether the change needs the Slurm daemons restarted (C(SwitchType), C(SwitchParameters),
+    C(TopologyPlugin)) or only C(scontrol reconfigure).
+  - Never writes an empty value (an empty C(Topology=) once made slurmd swallow the next option).
+author:
+  - aifactory.topology contributors (@aifactory)
+extends_documentation_fragment:
+  - aifactory.topology.attributes
+  - aifactory.topology.attributes.FILE_MODULE
+  - ansible.builtin.files
+options:
+  path:
+    description: The slurm.conf file. It must exist.
+    type: path
+    default: /etc/slurm/slurm.conf
+  settings:
+    description:
+      - Global settings, key to value, for example C(SwitchType=switch/nvidia_imex). A null value removes the key.
+      - Keys match case-insensitively; a key given twice in the file is reduced to one line.
+      - New keys are appended under a comment that says Ansible manages them.
+    type: dict
+    default: {}
+  partitions:
+    description:
+      - Partition attributes, partition name to a mapping of attribute to value, for example
+        C(gpu) to C(Topology=nvl72). A null attribute value removes the attribute; a null partition removes the line.
+      - A partition that does not exist is added when its mapping has C(Nodes).
+    type: dict
+    default: {}
+  backup:
+    description: Keep a timestamped copy of the file it replaces.
+    type: bool
+    default: false
+  validate:
+    description: A command run on the new file before it replaces O(path); C(%s) stands for the file's path.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: IMEX channels, the Lua CLI filter and a topology per partition
+  aifactory.topology.slurm_conf:
+    settings:
+      SwitchType: switch/nvidia_imex
+      SwitchParameters: imex_channel_count=2048
+      CliFilterPlugins: cli_filter/lua
+    partitions:
+      gpu: {Topology: nvl72}
+      admin: {Nodes: ALL, Hidden: "YES", Topology: admin, AllowGroups: hpc-admins}
+  register: slurm_conf
+  notify: Reconfigure Slurm
+"""
+
+RETURN = r"""
+changed_settings:
+  description: Global settings whose value changed (added, modified or removed).
+  returned: success
+  type: list
+  elements: str
+changed_partitions:
+  description: Partitions whose line changed.
+  returned: success
+  type: list
+  elements: str
+restart_required:
+  description: Whether the change needs the Slurm daemons restarted rather than C(scontrol reconfigure).
+  returned: success
+  type: bool
+restart_settings:
+  description: The changed settings that need the restart.
+  returned: success
+  type: list
+  elements: str
+backup_file:
+  description: The backup copy, when O(backup) made one.
+  returned: changed and O(backup)
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_conf
+from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file, read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "path": {"type": "path", "default": "/etc/slurm/slurm.conf"},
+            "settings": {"type": "dict", "default": {}},
+            "partitions": {"type": "dict", "default": {}},
+            "backup": {"type": "bool", "default": False},
+            "validate": {"type": "str"},
+        },
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    try:
+        current = read_text(path)
+        if current is None:
+            raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
+        content, settings, partitions = _slurm_conf.apply(current, module.params["settings"],
+                                                          module.params["partitions"])
+        result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
+                             current=current)
+    except (TopologyError, FileWriteError) as exc:
+        module.fail_json(msg=str(exc))
+    restart = _slurm_conf.restart_settings(settings)
+    result.update(changed_settings=settings, changed_partitions=partitions, restart_settings=restart,
+                  restart_required=bool(restart))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import (
+    MANAGED_MARKER, apply, current_settings, restart_settings)
+
+BASE = """# site slurm.conf
+ClusterName=ai
+SlurmctldHost=ctl01
+switchtype=switch/none   # lower case, as some sites write it
+NodeName=gb200-r01-n[01-18] CPUs=144 State=UNKNOWN
+PartitionName=gpu Nodes=gb200-r01-n[01-18] Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=gb200-r01-n01 # a comment
+"""
+
+
+def test_sets_changes_and_appends_only_what_it_is_given():
+    text, settings, partitions = apply(BASE, {"SwitchType": "switch/nvidia_imex", "CliFilterPlugins": "cli_filter/lua"},
+                                       {"gpu": {"Topology": "nvl72"}})
+    lines = text.splitlines()
+    assert "SwitchType=switch/nvidia_imex" in lines and "switchtype=switch/none" not in text
+    assert "PartitionName=gpu Nodes=gb200-r01-n[01-18] Default=YES MaxTime=INFINITE State=UP Topology=nvl72" in lines
+    assert lines[-2:] == [MANAGED_MARKER, "CliFilterPlugins=cli_filter/lua"]
+    assert "PartitionName=debug Nodes=gb200-r01-n01 # a comment" in lines
+    assert lines[:3] == ["# site slurm.conf", "ClusterName=ai", "SlurmctldHost=ctl01"]
+    assert settings == ["CliFilterPlugins", "SwitchType"] and partitions == ["gpu"]
+    assert restart_settings(settings) == ["SwitchType"]
+
+
+def test_second_apply_changes_nothing():
+    once, _s, _p = apply(BASE, {"SwitchType": "switch/nvidia_imex", "CliFilterPlugins": "cli_filter/lua"},
+                         {"gpu": {"Topology": "nvl72"}, "admin": {"Nodes": "ALL", "Hidden": "YES", "Topology": "admin"}})
+    twice, settings, partitions = apply(once, {"SwitchType": "switch/nvidia_imex", "CliFilterPlugins": "cli_filter/lua"},
+                                        {"gpu": {"Topology": "nvl72"},
+                                         "admin": {"Nodes": "ALL", "Hidden": "YES", "Topology": "admin"}})
+    assert twice == once and settings == [] and partitions == []
+    assert once.count(MANAGED_MARKER) == 1
+
+
+def test_removal_of_settings_attributes_and_partitions():
+    text, settings, partitions = apply(BASE, {"SwitchType": None}, {"gpu": {"MaxTime": None}, "debug": None})
+    assert "switchtype" not in text.lower()
+    assert "PartitionName=gpu Nodes=gb200-r01-n[01-18] Default=YES State=UP" in text
+    assert "debug" not in text
+    assert settings == ["SwitchType"] and partitions == ["debug", "gpu"]
+
+
+def test_duplicate_keys_collapse_to_one_line():
+    text, settings, _p = apply("TopologyParam=A\nTopologyParam=B\n", {"TopologyParam": "A"})
+    assert text == "TopologyParam=A\n" and settings == ["TopologyParam"]
+    assert current_settings(text) == {"topologyparam": "A"}
+    assert restart_settings(settings) == []
+
+
+@pytest.mark.parametrize("settings, partitions, message", [
+    ({}, {"gpu": {"Topology": ""}}, "partitions.gpu.Topology: Topology must be a non-empty value"),
+    ({"SwitchType": "a b"}, {}, "settings.SwitchType: SwitchType must be a non-empty value without spaces"),
+    ({"PartitionName": "x"}, {}, "manage PartitionName lines through partitions"),
+    ({"bad key": "x"}, {}, "'bad key' is not a slurm.conf key"),
+    ({}, {"new": {"Topology": "x"}}, "partition 'new' is not in slurm.conf; give its Nodes to create it"),
+    ({}, {"gpu": "Topology=x"}, "partitions.gpu must be a mapping"),
+])
+def test_bad_input_names_the_field(settings, partitions, message):
+    with pytest.raises(TopologyError, match=message):
+        apply(BASE, settings, partitions)
