@@ -21,8 +21,12 @@ COLLECTIONS := $(ROOT)/.collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/aifactory/topology
 OUTPUT := $(ROOT)/tests/output
 # Debian packages the Slurm test bed (debootstrap, lua5.4) and the shellcheck sanity test need.
-APT_PACKAGES := debootstrap lua5.4 shellcheck
+# (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
+# from the cryptography package, and etcd is built from the Go module proxy.)
+APT_PACKAGES := debootstrap lua5.1 shellcheck
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
+# Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
+K8S_COLD_MINUTES := 15
 
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
@@ -38,23 +42,26 @@ export DEBIAN_FRONTEND := noninteractive
 # Steps of `make test`, in order; the first failure stops the run.
 TEST_STEPS := units integration sanity lint build
 
-.PHONY: help setup venv link system-packages testbed example test units integration \
+.PHONY: help setup venv link system-packages testbed k8s-testbed example test units integration \
         sanity lint build bench clean
 
 help:
 	@echo "make example      set up, then: ansible-playbook -i inventories/example playbooks/site.yml"
 	@echo "make test         set up, then run: $(TEST_STEPS)"
-	@echo "make setup        .venv, .collections link, Debian packages and the Slurm chroot (root)"
+	@echo "make setup        .venv, .collections link, Debian packages, the Slurm chroot (root) and the"
+	@echo "                  Kubernetes test bed (kube-apiserver, kube-scheduler, etcd; needs Go)"
 	@echo "make units | integration | sanity | lint | build | bench | clean"
 
 ## Setup ------------------------------------------------------------------------------
 
-setup: venv link system-packages testbed
+setup: venv link system-packages testbed k8s-testbed
 	@echo "setup: done"
 
 # Idempotent: reinstalls only when the requirement files change (hash in $(VENV_STAMP)).
+# Under a lock: several make runs at once (parallel test sessions) must not install into .venv together.
 venv:
 	@cd "$(ROOT)"; \
+	exec 9>"$(ROOT)/.venv.lock"; flock 9; \
 	if [ ! -x "$(VENV)/bin/python" ]; then \
 	  echo "setup: creating $(VENV) with $$($(PYTHON) --version)"; \
 	  $(PYTHON) -m venv "$(VENV)"; \
@@ -99,9 +106,25 @@ testbed: venv
 	  echo "************************************************************************"; \
 	fi
 
+# Built from the Go module proxy once per machine (cold: about $(K8S_COLD_MINUTES) min on 2 cores), then cached
+# in $(SLURM_CACHE)/k8s; exit code 3 from the tool means "no usable Go here".
+k8s-testbed: venv
+	@echo "setup: Kubernetes test bed (built once, about $(K8S_COLD_MINUTES) min cold; cached in $(SLURM_CACHE)/k8s)"; \
+	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/k8s_testbed.py" build || rc=$$?; \
+	if [ "$$rc" = 3 ]; then \
+	  echo "************************************************************************"; \
+	  echo "* NOTE: no usable Go toolchain, so the Kubernetes test bed (kube-apiserver,"; \
+	  echo "* kube-scheduler and etcd built from the Go module proxy) cannot be built:"; \
+	  echo "* the tests marked 'k8s' will be SKIPPED. Install Go >= 1.26 for the full suite."; \
+	  echo "************************************************************************"; \
+	elif [ "$$rc" != 0 ]; then \
+	  exit "$$rc"; \
+	fi
+
 ## Main job ---------------------------------------------------------------------------
 
-example: setup
+# The main job needs neither the Kubernetes test bed nor its build time.
+example: venv link system-packages testbed
 	cd "$(ROOT)" && ansible-playbook -i inventories/example playbooks/site.yml
 
 ## Test suite -------------------------------------------------------------------------
@@ -192,6 +215,6 @@ build: venv
 bench: venv link
 	cd "$(ROOT)" && PYTHONPATH="$(COLLECTIONS)" "$(VENV)/bin/python" bench/run.py
 
-# Never touches the Slurm chroot cache in $(SLURM_CACHE).
+# Never touches the Slurm chroot or the Kubernetes binaries cached in $(SLURM_CACHE).
 clean:
 	cd "$(ROOT)" && rm -rf .venv .collections build

@@ -12,6 +12,19 @@ from ansible_collections.aifactory.topology.plugins.module_utils._model import T
 
 DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
+# The rendering options of slurm_topology, shared with slinky_topology.
+RENDER_ARG_SPEC = {
+    "plugin": {"type": "str", "choices": ["topology/tree", "topology/block"]},
+    "block_sizes": {"type": "list", "elements": "int"},
+    "topologies": {"type": "dict"},
+    "domain_order": {"type": "list", "elements": "str"},
+    "block_naming": {"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
+    "block_name_pattern": {"type": "dict", "options": {
+        "regexp": {"type": "str", "required": True},
+        "format": {"type": "str", "required": True},
+    }},
+    "no_topology_switch": {"type": "str", "default": "no-topology"},
+}
 
 
 def build_specs(topologies, resolve_partition):
@@ -60,8 +73,8 @@ def parse_partition_nodes(partition, scontrol_output):
     return hostlist.expand(value)
 
 
-def render(topology, params, resolve_partition, warn):
-    """(content without header, summary) for the module's options."""
+def render(topology, params, resolve_partition, warn, skeleton=False):
+    """(content without header, summary) for the module's options; ``skeleton`` leaves nodes out (Slinky)."""
     options = slurm.BlockOptions(params.get("block_sizes"), params.get("domain_order"),
                                  params.get("block_naming") or "domain", params.get("block_name_pattern"))
     topologies = params.get("topologies")
@@ -69,11 +82,11 @@ def render(topology, params, resolve_partition, warn):
         if params.get("plugin"):
             raise TopologyError("set plugin (topology.conf) or topologies (topology.yaml), not both")
         specs = build_specs(topologies, resolve_partition)
-        content = slurm.render_topology_yaml(topology, specs, options, warn=warn)
+        content = slurm.render_topology_yaml(topology, specs, options, skeleton=skeleton, warn=warn)
         summary = {"format": "topology.yaml", "topologies": sorted(spec.name for spec in specs)}
     elif (params.get("plugin") or "topology/tree") == "topology/block":
         blocks, sizes = slurm.plan_blocks(topology, options, warn=warn)
-        content = slurm.format_block_conf(blocks, sizes)
+        content = slurm.format_block_conf(blocks, sizes, skeleton=skeleton)
         summary = {
             "format": "topology.conf", "plugin": "topology/block",
             "blocks": len(blocks),
@@ -82,7 +95,7 @@ def render(topology, params, resolve_partition, warn):
     else:
         if params.get("block_sizes"):
             raise TopologyError("block_sizes applies to plugin topology/block only")
-        content = slurm.render_tree_conf(topology, params.get("no_topology_switch"), warn=warn)
+        content = slurm.render_tree_conf(topology, params.get("no_topology_switch"), skeleton=skeleton, warn=warn)
         summary = {"format": "topology.conf", "plugin": "topology/tree"}
     summary.update(topology.summary())
     return content, summary

@@ -197,17 +197,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils._model import T
 
 def main():
     argument_spec = provider_arg_spec(model=True, output_file=True)
+    argument_spec.update(job.RENDER_ARG_SPEC)
     argument_spec.update(
-        plugin={"type": "str", "choices": ["topology/tree", "topology/block"]},
-        block_sizes={"type": "list", "elements": "int"},
-        topologies={"type": "dict"},
-        domain_order={"type": "list", "elements": "str"},
-        block_naming={"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
-        block_name_pattern={"type": "dict", "options": {
-            "regexp": {"type": "str", "required": True},
-            "format": {"type": "str", "required": True},
-        }},
-        no_topology_switch={"type": "str", "default": "no-topology"},
         header={"type": "str", "default": job.DEFAULT_HEADER},
         validate={"type": "str"},
         max_node_loss={"type": "float", "default": 10.0},

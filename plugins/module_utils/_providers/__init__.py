@@ -12,6 +12,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._model import T
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory, simulation
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import infiniband, netq
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import aws, gcp, lambda_cloud, nebius, nscale, oci
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import kubernetes_nodes
 from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_accelerator
 
 PROVIDERS = {
@@ -25,6 +26,8 @@ PROVIDERS = {
     "lambda": lambda_cloud.discover,
     "nebius": nebius.discover,
     "nscale": nscale.discover,
+    "dra": kubernetes_nodes.discover_dra,
+    "node_labels": kubernetes_nodes.discover_node_labels,
 }
 
 

@@ -1,0 +1,230 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark: k8s_node_labels on 5,000 nodes of a REAL kube-apiserver (tools/k8s_testbed.py).
+
+Starts a private control plane with an audit policy that logs every write to Node objects, creates
+N nodes (GB200 NVL72 racks of 18), then times three ``ansible-playbook`` runs of one
+``aifactory.topology.k8s_node_labels`` task:
+
+1. first reconcile (every node gets its labels);
+2. no-change reconcile (must send zero writes);
+3. one rack moved to another leaf switch (must send exactly 18 node writes).
+
+Writes are counted from the API server's side twice: node resourceVersions before/after (what
+was stored) and the audit log (PATCH/PUT requests that reached the server, dry runs excluded).
+Then the obvious alternative, one ``kubernetes.core.k8s`` ``state: patched`` task per node (a
+loop), is timed on ``--alt-nodes`` nodes for a first and a no-change run; its per-node cost is
+extrapolated to N. Prints a table and writes bench/results/k8s_labels.json. Measures only.
+
+Usage: ``python bench/k8s_labels.py [--nodes 5000] [--alt-nodes 360] [--concurrency 8]``
+(from the repository root, with the project's .venv; needs the test bed's binaries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / ".collections"))
+
+import k8s_testbed  # noqa: E402  (tools/ is not a package)
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s  # noqa: E402
+
+RACK = 18
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete]
+    resources: [{group: "", resources: [nodes]}]
+  - level: None
+"""
+
+
+def inventory_params(nodes, moved_rack=None):
+    """Racks of 18 (the last may be partial), two racks per leaf, 32 leaves per spine, one core."""
+    racks = -(-nodes // RACK)
+    leaves = -(-racks // 2)
+    spines = -(-leaves // 32)
+    switches = {"core": None}
+    switches.update({f"spine{s:03d}": "core" for s in range(1, spines + 1)})
+    switches.update({f"leaf{leaf:04d}": f"spine{(leaf - 1) // 32 + 1:03d}" for leaf in range(1, leaves + 1)})
+    switches["leaf-spare"] = "spine001"
+    domains = []
+    for rack in range(1, racks + 1):
+        size = min(RACK, nodes - (rack - 1) * RACK)
+        leaf = "leaf-spare" if rack == moved_rack else f"leaf{(rack - 1) // 2 + 1:04d}"
+        domains.append({"name": f"rack{rack:04d}", "nodes": f"gb200-r{rack:04d}-n[01-{size:02d}]", "switch": leaf})
+    return {"switches": switches, "domains": domains}
+
+
+def node_names(nodes):
+    return [f"gb200-r{(i // RACK) + 1:04d}-n{(i % RACK) + 1:02d}" for i in range(nodes)]
+
+
+def create_nodes(api, names, label):
+    def create(name):
+        manifest = k8s_testbed.node_manifest(name, {"bench": label})
+        api.request("POST", _k8s.node_path(), body=manifest)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(create, names))
+
+
+def versions(api, label):
+    return {item["metadata"]["name"]: item["metadata"]["resourceVersion"]
+            for item in api.list(_k8s.node_path(), f"bench={label}")}
+
+
+class AuditLog:
+    def __init__(self, path):
+        self.path = Path(path)
+        self.offset = 0
+
+    def writes_since_mark(self):
+        """Node write requests (not dry runs) logged since the last call, by verb."""
+        counts = {}
+        if not self.path.exists():
+            return counts
+        with open(self.path, encoding="utf-8") as handle:
+            handle.seek(self.offset)
+            for line in handle:
+                event = json.loads(line)
+                if "dryRun=" in event.get("requestURI", ""):
+                    continue
+                counts[event["verb"]] = counts.get(event["verb"], 0) + 1
+            self.offset = handle.tell()
+        return counts
+
+
+def run_playbook(workdir, name, tasks, env):
+    playbook = workdir / f"{name}.yml"
+    playbook.write_text(json.dumps([{"name": name, "hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    started = time.monotonic()
+    result = subprocess.run([shutil.which("ansible-playbook") or "ansible-playbook", "-i", "localhost,", "-c", "local",
+                             "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
+                            capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return elapsed
+
+
+def ours(workdir, kubeconfig, nodes, label, concurrency, moved_rack=None):
+    params = inventory_params(nodes, moved_rack)
+    (workdir / "model.json").write_text(json.dumps(params))
+    return [{"name": "labels", "aifactory.topology.k8s_node_labels": {
+        "provider": {"name": "inventory", "params": "{{ lookup('file', '%s') | from_json }}" % (workdir / "model.json")},
+        "kubeconfig": str(kubeconfig), "node_selector": {"bench": label}, "concurrency": concurrency}}]
+
+
+def alternative(workdir, kubeconfig, nodes, moved_rack=None):
+    """One kubernetes.core.k8s patch per node, with the same labels (and nulls for stale tiers)."""
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+
+    desired = k8s_labels.desired_labels(discover("inventory", inventory_params(nodes, moved_rack)),
+                                        k8s_labels.LabelKeys())
+    items = [{"name": name, "labels": labels} for name, labels in sorted(desired.items())]
+    (workdir / "alt.json").write_text(json.dumps(items))
+    return [{"name": "labels, one task per node", "kubernetes.core.k8s": {
+        "state": "patched", "kind": "Node", "name": "{{ item.name }}", "kubeconfig": str(kubeconfig),
+        "definition": {"metadata": {"labels": "{{ item.labels }}"}}},
+        "loop": "{{ lookup('file', '%s') | from_json }}" % (workdir / "alt.json"),
+        "loop_control": {"label": "{{ item.name }}"}}]
+
+
+def measure(args):
+    workdir = Path(tempfile.mkdtemp(prefix="aifactory-bench-k8s-"))
+    policy = workdir / "audit-policy.yaml"
+    policy.write_text(AUDIT_POLICY)
+    audit = AuditLog(workdir / "audit.log")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"))
+    rows = []
+    with k8s_testbed.control_plane(run_dir=workdir / "plane", apiserver_args=[
+            f"--audit-policy-file={policy}", f"--audit-log-path={audit.path}", "--audit-log-maxsize=0",
+            "--max-requests-inflight=800", "--max-mutating-requests-inflight=400"]) as plane:
+        api = _k8s.K8sClient.from_auth({"kubeconfig": str(plane.kubeconfig)}, environ={}, concurrency=8)
+        started = time.monotonic()
+        create_nodes(api, node_names(args.nodes), "ours")
+        print(f"created {args.nodes} nodes in {time.monotonic() - started:.1f}s", file=sys.stderr)
+        audit.writes_since_mark()
+
+        def step(label, tasks, count_label, nodes):
+            before = versions(api, count_label)
+            seconds = run_playbook(workdir, label.replace(" ", "-"), tasks, env)
+            after = versions(api, count_label)
+            stored = sum(1 for name in after if before.get(name) != after[name])
+            requests = audit.writes_since_mark()
+            rows.append({"case": label, "nodes": nodes, "seconds": round(seconds, 2), "objects_written": stored,
+                         "write_requests": sum(requests.values()), "by_verb": requests})
+            print(f"{label}: {seconds:.2f}s, {stored} nodes written, requests {requests}", file=sys.stderr)
+
+        step("ours: first reconcile", ours(workdir, plane.kubeconfig, args.nodes, "ours", args.concurrency),
+             "ours", args.nodes)
+        step("ours: no change", ours(workdir, plane.kubeconfig, args.nodes, "ours", args.concurrency), "ours", args.nodes)
+        step("ours: one rack moved", ours(workdir, plane.kubeconfig, args.nodes, "ours", args.concurrency, moved_rack=3),
+             "ours", args.nodes)
+
+        if args.alt_nodes:
+            # The alternative on its own nodes, so both start from unlabelled nodes.
+            alt_names = [f"alt-{name}" for name in node_names(args.alt_nodes)]
+            create_nodes(api, alt_names, "alt")
+            audit.writes_since_mark()
+            alt_params = alternative(workdir, plane.kubeconfig, args.alt_nodes)
+            for task in alt_params:
+                task["kubernetes.core.k8s"]["name"] = "alt-{{ item.name }}"
+            step("kubernetes.core.k8s per node: first", alt_params, "alt", args.alt_nodes)
+            step("kubernetes.core.k8s per node: no change", alt_params, "alt", args.alt_nodes)
+        api.close()
+    shutil.rmtree(workdir, ignore_errors=True)
+    return rows
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--alt-nodes", type=int, default=360, help="nodes for the kubernetes.core loop (0: skip)")
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args(argv[1:])
+    reason = k8s_testbed.unavailable_reason()
+    if reason:
+        print(f"k8s_labels benchmark needs the test bed: {reason}", file=sys.stderr)
+        return 3
+    rows = measure(args)
+    for row in rows:
+        if row["case"].startswith("kubernetes.core") and row["nodes"]:
+            row["extrapolated_seconds_for_nodes"] = round(row["seconds"] / row["nodes"] * args.nodes, 1)
+    print(f"\n{'case':45} {'nodes':>6} {'wall s':>8} {'written':>8} {'write requests':>15}")
+    for row in rows:
+        print(f"{row['case']:45} {row['nodes']:>6} {row['seconds']:>8.2f} {row['objects_written']:>8} "
+              f"{row['write_requests']:>15}")
+        if "extrapolated_seconds_for_nodes" in row:
+            print(f"{'  (per node x ' + str(args.nodes) + ')':45} {args.nodes:>6} "
+                  f"{row['extrapolated_seconds_for_nodes']:>8.1f}")
+    results = BENCH / "results"
+    results.mkdir(exist_ok=True)
+    (results / "k8s_labels.json").write_text(json.dumps({
+        "nodes": args.nodes, "concurrency": args.concurrency, "machine": f"{os.cpu_count()} CPUs, {platform.platform()}",
+        "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,149 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: k8s_node_labels
+short_description: Reconcile Kubernetes node topology labels with the cluster topology
+version_added: 0.1.0
+description:
+  - Sets the topology labels of NVIDIA Topograph on every Kubernetes node of the topology
+    (C(fabric.topograph.run/tier-N) with the raw switch ids, tier 0 nearest the node;
+    C(accelerator.topograph.run/domain); C(accelerator.topograph.run/sub-domain) with a domain), so
+    pod affinity, Kueue, KAI or Volcano can place pods by fabric and NVLink domain.
+  - Lists the nodes once, then patches only the nodes whose managed labels differ, a few at a time
+    (O(concurrency)). Each patch carries the listed C(resourceVersion); a node that changed meanwhile
+    (HTTP 409) is read again and its patch recomputed.
+  - Removes managed labels the topology no longer gives (stale tiers), and, with O(clean_absent_nodes),
+    all managed labels of listed nodes that left the topology. Labels it does not manage are never touched.
+  - Every label value is checked before the first write, so bad input never leaves a half-applied label set.
+  - Values longer than 63 characters become C(x) followed by the hex FNV-64a hash, as Topograph writes them.
+author:
+  - aifactory.topology contributors (@aifactory)
+extends_documentation_fragment:
+  - aifactory.topology.provider
+  - aifactory.topology.provider.MODEL
+  - aifactory.topology.k8s_auth
+  - aifactory.topology.k8s_auth.WRITES
+  - aifactory.topology.attributes
+options:
+  node_selector:
+    description:
+      - Only nodes with all these labels are listed, labelled and cleaned (equality match, as Topograph's C(nodeSelector)).
+      - Nodes of the topology outside the selection are left alone, with a warning.
+    type: dict
+  fabric_labels:
+    description:
+      - Label keys for the fabric tiers, tier 0 (nearest the node) first, replacing C(fabric.topograph.run/tier-N).
+      - Tiers beyond the list get no label.
+    type: list
+    elements: str
+  accelerator_label:
+    description: The label key of the accelerator (NVLink) domain.
+    type: str
+    default: accelerator.topograph.run/domain
+  no_topology_value:
+    description:
+      - The tier-0 value for nodes of the topology without any switch. By default they get no fabric label.
+      - V(no-topology) reproduces Topograph, which puts such nodes under a pseudo switch of that name.
+    type: str
+  clean_absent_nodes:
+    description:
+      - Remove the managed labels of listed nodes that are not in the topology (Topograph leaves them).
+      - When none of the listed nodes is in the topology the task fails instead of cleaning them all.
+    type: bool
+    default: true
+notes:
+  - Managed label keys are O(fabric_labels), O(accelerator_label), C(accelerator.topograph.run/sub-domain),
+    C(accelerator.topograph.run/domain) and any C(fabric.topograph.run/tier-<n>).
+  - Needs nodes C(get), C(list) and C(patch) (C(docs/rbac/k8s_node_labels.yaml)).
+seealso:
+  - module: aifactory.topology.nfd_topology
+  - module: aifactory.topology.slinky_topology
+"""
+
+EXAMPLES = r"""
+- name: Label the GPU nodes with their fabric tiers and NVLink domain
+  aifactory.topology.k8s_node_labels:
+    model: "{{ discovered.topology }}"
+    node_selector:
+      nvidia.com/gpu.present: "true"
+
+- name: Same, with the credentials AWX injects (K8S_AUTH_HOST, K8S_AUTH_API_KEY, K8S_AUTH_SSL_CA_CERT)
+  aifactory.topology.k8s_node_labels:
+    provider:
+      name: simulation
+      params: {model_path: /etc/topology/model.yaml}
+    fabric_labels: [network.example.com/leaf, network.example.com/spine]
+    accelerator_label: network.example.com/nvlink
+"""
+
+RETURN = r"""
+changed_nodes:
+  description: Nodes whose labels were patched (or, in check mode, would be).
+  returned: success
+  type: list
+  elements: str
+changes:
+  description: Per changed node, the managed labels after the patch (as the API server returned them).
+  returned: success
+  type: dict
+  sample: {"gb200-r01-n01": {"fabric.topograph.run/tier-0": "leaf01", "accelerator.topograph.run/domain": "rack01"}}
+summary:
+  description: Counts.
+  returned: success
+  type: dict
+  contains:
+    nodes_listed:
+      description: Nodes listed (matching O(node_selector)).
+      type: int
+    nodes_in_topology:
+      description: Listed nodes that are in the topology.
+      type: int
+    nodes_changed:
+      description: Nodes patched.
+      type: int
+    nodes_cleaned:
+      description: Listed nodes outside the topology whose managed labels were removed.
+      type: int
+    nodes_missing:
+      description: Nodes of the topology that are not listed (not in the cluster, or outside O(node_selector)).
+      type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+
+def main():
+    module = AnsibleModule(argument_spec=reconcile.module_argument_spec(
+        node_selector={"type": "dict"},
+        fabric_labels={"type": "list", "elements": "str"},
+        accelerator_label={"type": "str", "default": k8s_labels.ACCELERATOR_LABEL},
+        no_topology_value={"type": "str"},
+        clean_absent_nodes={"type": "bool", "default": True},
+    ), supports_check_mode=True, **INPUT_CONSTRAINTS)
+    params = module.params
+    try:
+        keys = k8s_labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
+        topology = load_topology(module)
+        client, options = reconcile.connect(module)
+        result = reconcile.reconcile_node_labels(
+            client, topology, keys, options, node_selector=params["node_selector"],
+            no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
+            warn=module.warn, diff=module._diff)
+    except reconcile.PartialWrite as exc:
+        module.fail_json(msg=str(exc), **exc.result)
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nfd_topology
+short_description: Publish the cluster topology as Node Feature Discovery objects
+version_added: 0.1.0
+description:
+  - Writes one C(NodeFeature) per node (attributes C(fabric-tier-N), C(accelerator-domain),
+    C(accelerator-sub-domain) in the feature C(topograph.network)) and one C(NodeFeatureGroup) per
+    distinct tier or domain value, in O(namespace), with NVIDIA Topograph's names, labels and
+    annotations, so objects written by either tool are the same objects.
+  - Lists the managed objects once (by their labels), then creates, patches or deletes only what differs.
+  - Managed objects that the topology no longer gives are deleted (O(cleanup)). A topology that gives no
+    node any attribute is an error, so an empty discovery never deletes the last good objects.
+  - nfd-master turns the attributes into node labels through C(NodeFeatureRule) objects; C(NodeFeatureGroup)
+    needs its C(NodeFeatureGroupAPI) feature gate.
+author:
+  - aifactory.topology contributors (@aifactory)
+extends_documentation_fragment:
+  - aifactory.topology.provider
+  - aifactory.topology.provider.MODEL
+  - aifactory.topology.k8s_auth
+  - aifactory.topology.k8s_auth.WRITES
+  - aifactory.topology.attributes
+options:
+  namespace:
+    description: The namespace nfd-master reads C(NodeFeature) objects from (Topograph's E(NFD_NAMESPACE)).
+    type: str
+    required: true
+  cleanup:
+    description: Delete managed objects of the namespace that the topology no longer gives.
+    type: bool
+    default: true
+  no_topology_value:
+    description: The C(fabric-tier-0) value for nodes without any switch. By default they get no fabric attribute.
+    type: str
+notes:
+  - Needs C(get), C(list), C(create), C(patch) and C(delete) on C(nodefeatures) and C(nodefeaturegroups)
+    in O(namespace) (C(docs/rbac/nfd_topology.yaml)).
+  - The C(NodeFeatureGroup) status (C(status.nodes)) belongs to nfd-master and is never written.
+seealso:
+  - module: aifactory.topology.k8s_node_labels
+"""
+
+EXAMPLES = r"""
+- name: Publish the topology for nfd-master
+  aifactory.topology.nfd_topology:
+    model: "{{ discovered.topology }}"
+    namespace: node-feature-discovery
+"""
+
+RETURN = r"""
+node_features:
+  description: Number of C(NodeFeature) objects the topology gives.
+  returned: success
+  type: int
+node_feature_groups:
+  description: Number of C(NodeFeatureGroup) objects the topology gives.
+  returned: success
+  type: int
+created:
+  description: Names of the objects created (or, in check mode, that would be), by kind.
+  returned: success
+  type: dict
+  sample: {"NodeFeature": ["topograph-node-node-a-66570ff0"], "NodeFeatureGroup": []}
+updated:
+  description: Names of the objects patched, by kind.
+  returned: success
+  type: dict
+deleted:
+  description: Names of the stale objects deleted, by kind.
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+
+def main():
+    module = AnsibleModule(argument_spec=reconcile.module_argument_spec(
+        namespace={"type": "str", "required": True},
+        cleanup={"type": "bool", "default": True},
+        no_topology_value={"type": "str"},
+    ), supports_check_mode=True, **INPUT_CONSTRAINTS)
+    params = module.params
+    try:
+        topology = load_topology(module)
+        client, options = reconcile.connect(module)
+        result = reconcile.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
+                                         no_topology_value=params["no_topology_value"], diff=module._diff)
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

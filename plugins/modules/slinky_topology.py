@@ -1,0 +1,209 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: slinky_topology
+short_description: Write the Slurm topology into the ConfigMap of a Slinky (Slurm on Kubernetes) cluster
+version_added: 0.1.0
+description:
+  - Renders the Slurm topology exactly as M(aifactory.topology.slurm_topology) does (C(topology/tree),
+    C(topology/block), or C(topology.yaml) with one topology per partition) and writes it, without a header,
+    into the key O(configmap_key) of the ConfigMap O(configmap_name), as NVIDIA Topograph's slinky engine does.
+  - Uses server-side apply with its own field manager, so it owns only its key and its annotations; other keys
+    (for example C(slurm.conf) from the Slinky Helm chart) are never touched.
+  - Writes nothing when the key already holds the content. The annotation C(topograph.run/last-updated) changes
+    only when the content does, so a rerun reports no change.
+  - With O(use_dynamic_nodes), also annotates each Kubernetes node that runs a Slurm node with
+    C(topology.slinky.slurm.net/spec) (only where the value differs); nodes that left the topology are left alone.
+author:
+  - aifactory.topology contributors (@aifactory)
+extends_documentation_fragment:
+  - aifactory.topology.provider
+  - aifactory.topology.provider.MODEL
+  - aifactory.topology.k8s_auth
+  - aifactory.topology.k8s_auth.WRITES
+  - aifactory.topology.attributes
+options:
+  namespace:
+    description: The Slurm namespace, where the ConfigMap and the slurmd pods are.
+    type: str
+    required: true
+  configmap_name:
+    description: The ConfigMap that holds the Slurm configuration. It is created if it does not exist.
+    type: str
+    required: true
+  configmap_key:
+    description: The key (file name) the topology is written to, such as V(topology.conf) or V(topology.yaml).
+    type: str
+    default: topology.conf
+  plugin:
+    description:
+      - V(topology/tree) or V(topology/block), as in M(aifactory.topology.slurm_topology).
+      - Defaults to V(topology/tree) when O(topologies) is not set. Mutually exclusive with O(topologies).
+    type: str
+    choices: [topology/tree, topology/block]
+  block_sizes:
+    description: Block sizes for V(topology/block), as in M(aifactory.topology.slurm_topology).
+    type: list
+    elements: int
+  topologies:
+    description:
+      - One topology per partition (C(topology.yaml)), as in M(aifactory.topology.slurm_topology), except that
+        C(partition) cannot be resolved here; give each topology's C(nodes) instead.
+    type: dict
+  domain_order:
+    description: Accelerator domains in physical order, as in M(aifactory.topology.slurm_topology).
+    type: list
+    elements: str
+  block_naming:
+    description: V(domain) names blocks after their domain; V(topograph) reproduces Topograph's C(block001) names.
+    type: str
+    choices: [domain, topograph]
+    default: domain
+  block_name_pattern:
+    description: Names blocks from their nodes' names, as in M(aifactory.topology.slurm_topology).
+    type: dict
+    suboptions:
+      regexp:
+        description: The pattern each node name must match (searched, not anchored).
+        type: str
+        required: true
+      format:
+        description: The name it gives, where C(${1}) or C(${name}) stand for captured groups.
+        type: str
+        required: true
+  no_topology_switch:
+    description: The pseudo root switch for nodes without a leaf switch (V(topology/tree)); empty leaves them out.
+    type: str
+    default: no-topology
+  skeleton_only:
+    description:
+      - Write switches and blocks without their nodes (Topograph's C(skeleton-only) mode), for Slurm clusters
+        whose nodes register dynamically and take their place from O(use_dynamic_nodes).
+    type: bool
+    default: false
+  max_node_loss:
+    description:
+      - Shrink guard, as in M(aifactory.topology.slurm_topology), for full (not skeleton) content.
+      - Content with no nodes never replaces content that has some, whatever O(force) says.
+    type: float
+    default: 10
+  force:
+    description: Accept a change that drops more nodes than O(max_node_loss) allows.
+    type: bool
+    default: false
+  use_dynamic_nodes:
+    description: Annotate the Kubernetes nodes with their C(topology.slinky.slurm.net/spec).
+    type: bool
+    default: false
+  pod_selector:
+    description:
+      - Labels of the slurmd pods in O(namespace). Each Running and Ready pod maps its Slurm node (label
+        O(slurm_node_name_label), else the pod's hostname) to the Kubernetes node it runs on.
+      - Without it, Slurm node names are taken to be Kubernetes node names.
+    type: dict
+  slurm_node_name_label:
+    description: The pod label that holds the Slurm node name.
+    type: str
+    default: slurm.node.name
+notes:
+  - Needs C(get) and C(patch) on the ConfigMap (C(create) too if it does not exist yet); with O(use_dynamic_nodes),
+    nodes C(get), C(list), C(patch), and pods C(list) in O(namespace) with O(pod_selector) (C(docs/rbac/slinky_topology.yaml)).
+seealso:
+  - module: aifactory.topology.slurm_topology
+"""
+
+EXAMPLES = r"""
+- name: Block topology for the Slinky cluster
+  aifactory.topology.slinky_topology:
+    model: "{{ discovered.topology }}"
+    namespace: slurm
+    configmap_name: slurm-config
+    configmap_key: topology.conf
+    plugin: topology/block
+    block_sizes: [18, 36, 72]
+
+- name: Skeleton only, nodes place themselves through their spec annotation
+  aifactory.topology.slinky_topology:
+    model: "{{ discovered.topology }}"
+    namespace: slurm
+    configmap_name: slurm-config
+    configmap_key: topology.yaml
+    topologies:
+      nvl72: {plugin: topology/block, block_sizes: [18, 36], cluster_default: true}
+      fabric: {plugin: topology/tree}
+    skeleton_only: true
+    use_dynamic_nodes: true
+    pod_selector: {app.kubernetes.io/component: compute}
+"""
+
+RETURN = r"""
+content:
+  description: The content of the ConfigMap key.
+  returned: success
+  type: str
+configmap_changed:
+  description: Whether the ConfigMap was written (or, in check mode, would be).
+  returned: success
+  type: bool
+annotated_nodes:
+  description: Kubernetes nodes whose spec annotation was set, with O(use_dynamic_nodes).
+  returned: success
+  type: list
+  elements: str
+summary:
+  description: What the content holds, as M(aifactory.topology.slurm_topology) returns it.
+  returned: success
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+
+def main():
+    argument_spec = reconcile.module_argument_spec(
+        namespace={"type": "str", "required": True},
+        configmap_name={"type": "str", "required": True},
+        configmap_key={"type": "str", "default": "topology.conf", "no_log": False},
+        skeleton_only={"type": "bool", "default": False},
+        max_node_loss={"type": "float", "default": 10.0},
+        force={"type": "bool", "default": False},
+        use_dynamic_nodes={"type": "bool", "default": False},
+        pod_selector={"type": "dict"},
+        slurm_node_name_label={"type": "str", "default": "slurm.node.name"},
+    )
+    argument_spec.update(_slurm_topology.RENDER_ARG_SPEC)
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        mutually_exclusive=INPUT_CONSTRAINTS["mutually_exclusive"] + [("plugin", "topologies")],
+        required_one_of=INPUT_CONSTRAINTS["required_one_of"],
+        supports_check_mode=True,
+    )
+    warnings = []
+
+    def warn(message):
+        warnings.append(message)
+        module.warn(message)
+
+    try:
+        topology = load_topology(module)
+        client, options = reconcile.connect(module, reconcile.SLINKY_FIELD_MANAGER)
+        result = reconcile.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
+        result["summary"]["warnings"] = warnings
+    except reconcile.PartialWrite as exc:
+        module.fail_json(msg=str(exc), **exc.result)
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

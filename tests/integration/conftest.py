@@ -1,0 +1,49 @@
+"""Fixtures for tests against a REAL Kubernetes control plane (tools/k8s_testbed.py).
+
+* ``k8s`` (session): etcd + kube-apiserver on 127.0.0.1, started once per pytest run and stopped
+  after it; a ``k8s_testbed.ControlPlane`` (``.kubeconfig``, ``.kubectl``, ``.user_kubeconfig()``,
+  ``.create_nodes()``, ``.install_nfd_crds()``, ...; see the tool's docstring).
+* ``k8s_scheduler``: the same control plane with the real kube-scheduler running.
+* ``k8s_namespace``: a fresh namespace per test; its pods are deleted with grace period 0 after
+  the test (without kube-controller-manager the namespace itself stays Terminating, harmlessly).
+
+Mark tests ``@pytest.mark.k8s``. They are skipped, loudly, only when the binaries are not cached
+and Go is missing; a failing build or start is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+
+import k8s_testbed  # noqa: E402  (tools/ is not a package)
+
+
+@pytest.fixture(scope="session")
+def k8s():
+    reason = k8s_testbed.unavailable_reason()
+    if reason:
+        pytest.skip(f"REAL KUBERNETES TESTS SKIPPED: {reason}")
+    with k8s_testbed.control_plane() as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def k8s_scheduler(k8s):
+    k8s.start_scheduler()
+    return k8s
+
+
+@pytest.fixture
+def k8s_namespace(k8s):
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    k8s.kubectl.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    for pod in k8s.kubectl.list("Pod", namespace=name):
+        k8s.kubectl.delete("Pod", pod["metadata"]["name"], namespace=name, grace_period=0)
+    k8s.kubectl.delete("Namespace", name, grace_period=None)

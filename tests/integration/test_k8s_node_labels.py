@@ -1,0 +1,160 @@
+"""aifactory.topology.k8s_node_labels against the REAL kube-apiserver of tools/k8s_testbed.py.
+
+Writes are counted from the API server's side: a node's resourceVersion changes exactly when the
+server stores a write, so "zero writes" and "exactly 18 writes" are read from the nodes themselves.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels
+from tests.integration.k8s_support import (
+    TEST_LABEL,
+    RequestLog,
+    client,
+    gb200,
+    make_nodes,
+    new_id,
+    node_names,
+    node_state,
+    run_module,
+    topology_labels,
+    written,
+)
+from tests.unit.conftest_paths import MODELS
+
+pytestmark = pytest.mark.k8s
+TIER = k8s_labels.FABRIC_PREFIX
+DOMAIN = k8s_labels.ACCELERATOR_LABEL
+
+
+@pytest.fixture
+def admin(k8s):
+    api = client(k8s.kubeconfig)
+    yield api
+    api.close()
+
+
+def labels_args(k8s, test_id, params, **extra):
+    return dict({"provider": {"name": "inventory", "params": params}, "kubeconfig": str(k8s.kubeconfig),
+                 "node_selector": {TEST_LABEL: test_id}}, **extra)
+
+
+def test_medium_node_1202_gets_topograph_ci_labels_and_a_rerun_writes_nothing(k8s, admin, monkeypatch):
+    test_id = new_id()
+    model = discover("simulation", {"model_path": str(MODELS / "medium.yaml")})
+    make_nodes(k8s, sorted(model.nodes), test_id)
+    args = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "medium.yaml")}},
+            "kubeconfig": str(k8s.kubeconfig), "node_selector": {TEST_LABEL: test_id}}
+    first = run_module(k8s_node_labels, args, monkeypatch)
+    assert not first["failed"], first["msg"] if first["failed"] else ""
+    assert first["changed"] and len(first["changed_nodes"]) == 8
+    state = node_state(admin, test_id)
+    assert topology_labels(state["1202"][1]) == {f"{TIER}0": "sw12", f"{TIER}1": "sw21", f"{TIER}2": "sw3",
+                                                 DOMAIN: "nvl2"}
+    assert state["1202"][1]["kubernetes.io/hostname"] == "1202"  # labels it does not manage stay
+    again = run_module(k8s_node_labels, args, monkeypatch)
+    assert again["changed"] is False and again["changed_nodes"] == []
+    assert written(state, node_state(admin, test_id)) == []
+
+
+def test_lifecycle_counts_writes_exactly_and_check_mode_stores_nothing(k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = node_names(prefix, 4)
+    first_node = names[0]
+    make_nodes(k8s, names, test_id, {first_node: {"team": "a", f"{TIER}5": "stale", f"{TIER}0": "wrong"}})
+    args = labels_args(k8s, test_id, gb200(prefix))
+    start = node_state(admin, test_id)
+
+    dry = run_module(k8s_node_labels, args, monkeypatch, check_mode=True, diff=True)
+    assert dry["changed"] and len(dry["changed_nodes"]) == 72
+    assert dry["diff"]["before"][first_node] == {f"{TIER}0": "wrong", f"{TIER}5": "stale"}
+    assert dry["diff"]["after"][first_node] == {f"{TIER}0": f"{prefix}-leaf01", f"{TIER}1": f"{prefix}-spine01",
+                                                f"{TIER}2": f"{prefix}-core", DOMAIN: f"{prefix}-rack01"}
+    assert written(start, node_state(admin, test_id)) == []  # dryRun=All: validated, not stored
+
+    first = run_module(k8s_node_labels, args, monkeypatch, diff=True)
+    after_first = node_state(admin, test_id)
+    assert first["changed"] and written(start, after_first) == sorted(names)  # 72 writes, one per node
+    assert after_first[first_node][1]["team"] == "a" and f"{TIER}5" not in after_first[first_node][1]
+    assert first["summary"] == {"nodes_listed": 72, "nodes_in_topology": 72, "nodes_changed": 72,
+                                "nodes_cleaned": 0, "nodes_missing": 0}
+
+    second = run_module(k8s_node_labels, args, monkeypatch)
+    assert second["changed"] is False and written(after_first, node_state(admin, test_id)) == []  # zero writes
+
+    # One rack moves to another leaf: exactly its 18 nodes are written.
+    moved = labels_args(k8s, test_id, gb200(prefix, leaf_of={3: f"{prefix}-leaf09"}))
+    third = run_module(k8s_node_labels, moved, monkeypatch)
+    after_third = node_state(admin, test_id)
+    rack3 = [n for n in names if n.startswith(f"{prefix}-r03-")]
+    assert written(after_first, after_third) == rack3 and sorted(third["changed_nodes"]) == rack3
+    assert after_third[rack3[0]][1][f"{TIER}0"] == f"{prefix}-leaf09"
+
+    # Rack 4 leaves the topology: its managed labels go, its other labels stay, nobody else is written.
+    smaller = gb200(prefix, racks=3, leaf_of={3: f"{prefix}-leaf09"})
+    kept = run_module(k8s_node_labels, labels_args(k8s, test_id, smaller, clean_absent_nodes=False), monkeypatch)
+    assert kept["changed"] is False and written(after_third, node_state(admin, test_id)) == []
+    fourth = run_module(k8s_node_labels, labels_args(k8s, test_id, smaller), monkeypatch)
+    after_fourth = node_state(admin, test_id)
+    rack4 = [n for n in names if n.startswith(f"{prefix}-r04-")]
+    assert written(after_third, after_fourth) == rack4 and fourth["summary"]["nodes_cleaned"] == 18
+    assert topology_labels(after_fourth[rack4[0]][1]) == {}
+    assert after_fourth[rack4[0]][1][TEST_LABEL] == test_id
+
+
+def test_bad_input_and_a_foreign_topology_write_nothing(k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 2, 4), test_id)
+    params = gb200(prefix, racks=2, per_rack=4)
+    run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
+    before = node_state(admin, test_id)
+    params["domains"][1]["name"] = "rack 02"  # not a label value: the whole run must stop before any write
+    bad = run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
+    assert bad["failed"] and f"accelerator.topograph.run/domain='rack 02' on {prefix}-r02-n[01-04]" in bad["msg"]
+    foreign = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200("other", racks=1, per_rack=2)), monkeypatch)
+    assert foreign["failed"] and "none of the 8 listed nodes is in the topology" in foreign["msg"]
+    assert written(before, node_state(admin, test_id)) == [] and len(names) == 8
+
+
+def test_node_selector_limits_scope_and_missing_nodes_are_warned(k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = node_names(prefix, 2, 3)
+    make_nodes(k8s, names, test_id, {name: {"pool": "gpu"} for name in names[:3]})
+    args = labels_args(k8s, test_id, gb200(prefix, racks=2, per_rack=3), node_selector={TEST_LABEL: test_id, "pool": "gpu"})
+    result = run_module(k8s_node_labels, args, monkeypatch)
+    assert sorted(result["changed_nodes"]) == names[:3]
+    assert result["warnings"] == [f"3 nodes of the topology are not in the cluster or do not match node_selector: "
+                                  f"{prefix}-r02-n[01-03]"]
+    state = node_state(admin, test_id)
+    assert all(not topology_labels(state[name][1]) for name in names[3:])
+
+
+def test_a_node_changed_between_list_and_patch_is_reread_and_patched_again(k8s, admin):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 1, 2), test_id)
+    topology = discover("inventory", gb200(prefix, racks=1, per_rack=2))
+    keys = k8s_labels.LabelKeys()
+    listed = reconcile.list_nodes(admin, f"{TEST_LABEL}={test_id}")
+    # Someone else writes the first node after our list: our patch carries a stale resourceVersion.
+    admin.request("PATCH", _k8s.node_path(names[0]), body={"metadata": {"labels": {"other": "x"}}},
+                  content_type=reconcile.MERGE_PATCH)
+    spy = RequestLog(admin)
+    desired = k8s_labels.desired_labels(topology, keys)
+    changes = reconcile.plan_node_changes(listed, desired, keys)
+    done, error = reconcile.patch_nodes(spy, changes, listed, keys,
+                                        reconcile.WriteOptions(concurrency=1, retry_delay=0))
+    assert error is None and sorted(change.name for change in done) == names
+    first = [call for call in spy.calls if call[1] == _k8s.node_path(names[0])]
+    assert first == [("PATCH", first[0][1], 409), ("GET", first[0][1], 200), ("PATCH", first[0][1], 200)]
+    state = node_state(admin, test_id)
+    assert state[names[0]][1]["other"] == "x" and state[names[0]][1][f"{TIER}0"] == f"{prefix}-leaf01"

@@ -1,0 +1,80 @@
+"""playbooks/k8s.yml end to end with ansible-playbook against the REAL kube-apiserver.
+
+Proves: --check --diff prints per-node label diffs and the ConfigMap diff and stores nothing; the
+first run publishes labels, NFD objects and the ConfigMap key; a second run reports zero changes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from tests.integration.k8s_support import TEST_LABEL, client, gb200, make_nodes, new_id, node_names, node_state, written
+
+pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_playbook(inventory, *extra):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    venv_playbook = Path(sys.executable).parent / "ansible-playbook"  # the one whose Python has `kubernetes`
+    playbook = str(venv_playbook) if venv_playbook.exists() else shutil.which("ansible-playbook") or "ansible-playbook"
+    result = subprocess.run([playbook, "-i", str(inventory),
+                             str(REPO / "playbooks" / "k8s.yml"), *extra],
+                            capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    recap = re.search(r"localhost\s+: ok=\d+\s+changed=(\d+).*failed=(\d+)", result.stdout)
+    assert result.returncode == 0 and recap, result.stdout + result.stderr
+    return result.stdout, int(recap.group(1))
+
+
+def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp_path):
+    k8s.install_nfd_crds()
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    make_nodes(k8s, node_names(prefix, 2, 3), test_id)
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"k8s_topology": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+    (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump({
+        "topology_provider": {"name": "inventory", "params": gb200(prefix, racks=2, per_rack=3)},
+        "k8s_topology_auth": {"kubeconfig": str(k8s.kubeconfig)},
+        "k8s_topology_node_selector": {TEST_LABEL: test_id},
+        "k8s_topology_nfd_namespace": k8s_namespace,
+        "k8s_topology_slinky": {"namespace": k8s_namespace, "configmap_name": "slurm-config",
+                                "plugin": "topology/block"},
+    }))
+    api = client(k8s.kubeconfig)
+    configmap = _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps", "slurm-config")
+    features = _k8s.namespaced_path(reconcile.NFD_API, k8s_namespace, "nodefeatures")
+    before = node_state(api, test_id)
+
+    out, changed = run_playbook(inventory, "--check", "--diff")
+    assert changed == 3
+    # ansible.cfg renders results (and dict diffs) as YAML.
+    assert f"-    {prefix}-r01-n01: {{}}\n" in out and f"+    {prefix}-r01-n01:\n" in out
+    assert f"+        fabric.topograph.run/tier-0: {prefix}-leaf01\n" in out
+    assert f"+++ after: configmap/{k8s_namespace}/slurm-config topology.conf" in out
+    assert f"+BlockName={prefix}-rack01 Nodes={prefix}-r01-n[01-03]" in out
+    assert written(before, node_state(api, test_id)) == []
+    with pytest.raises(_k8s.K8sError) as missing:
+        api.request("GET", configmap)
+    assert missing.value.status == 404 and api.list(features) == []
+
+    out, changed = run_playbook(inventory)
+    assert changed == 3 and "nodes labelled: 6 of 6 in the topology" in out
+    assert len(api.list(features)) == 6 and "BlockSizes=3" in api.request("GET", configmap)["data"]["topology.conf"]
+    published = node_state(api, test_id)
+
+    out, changed = run_playbook(inventory)
+    assert changed == 0, out
+    assert written(published, node_state(api, test_id)) == []
