@@ -13,9 +13,9 @@ import re
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
 MANAGED_MARKER = "# Settings managed by Ansible (aifactory.topology)"
-# Changing these needs every daemon restarted (slurm.conf(5)); everything else we manage is
-# applied by `scontrol reconfigure`.
-RESTART_KEYS = frozenset({"switchtype", "switchparameters", "topologyplugin"})
+# Changing these needs every daemon restarted (slurm.conf(5)); everything else we manage,
+# TopologyPlugin included, is applied by `scontrol reconfigure` since Slurm 23.11.
+RESTART_KEYS = frozenset({"switchtype", "switchparameters"})
 _WORD = re.compile(r"(\S+?)=(\S*)")
 _SAFE_VALUE = re.compile(r"^[^\s#]+$")
 

@@ -11,8 +11,8 @@ version_added: 0.1.0
 description:
   - Sets or removes the global C(Key=Value) settings and the partition attributes it is given, and leaves
     every other line of C(slurm.conf) exactly as it is, so the site keeps owning the file.
-  - Reports whether the change needs the Slurm daemons restarted (C(SwitchType), C(SwitchParameters),
-    C(TopologyPlugin)) or only C(scontrol reconfigure).
+  - Reports whether the change needs the Slurm daemons restarted (C(SwitchType), C(SwitchParameters))
+    or only C(scontrol reconfigure), which applies everything else since Slurm 23.11.
   - Never writes an empty value (an empty C(Topology=) once made slurmd swallow the next option).
 author:
   - aifactory.topology contributors (@aifactory)

@@ -172,3 +172,36 @@ def expand_nodes(hostlist):
 
 def rack_of(node):
     return node.split("-")[1]
+
+
+def test_before_25_05_the_role_writes_topology_conf_and_topology_plugin(slurm_root, tmp_path):
+    """The pre-25.05 path, loaded by the real slurmctld (26.05 still reads topology.conf + TopologyPlugin)."""
+    with testbed.slurmctld(slurm_root, {"slurm.conf": base_slurm_conf()}) as ctld:
+        conf_dir = slurm_root / ctld.conf_dir.lstrip("/")
+        inventory = tmp_path / "inventory.yml"
+        write_inventory(inventory, slurm_root, ctld.conf_dir, slurm_topology_version="24.11",
+                        slurm_topology_partitions={})
+        result, (changed, failed) = play(inventory, "site.yml")
+        assert result.returncode == 0 and failed == 0, result.stdout[-4000:]
+        assert not (conf_dir / "topology.yaml").exists()
+        assert "BlockName=rack03\nBlockSizes=18,36" in (conf_dir / "topology.conf").read_text()
+        slurm_conf = (conf_dir / "slurm.conf").read_text()
+        assert "TopologyPlugin=topology/block" in slurm_conf and "Topology=" not in slurm_conf.replace(
+            "TopologyPlugin=", "")
+        assert ctld.process.poll() is None  # TopologyPlugin applied by scontrol reconfigure, no restart
+        assert blocks(ctld, "default")[:2] == [("rack01", "0", "gb200-r01-n[01-18]"),
+                                               ("rack02", "1", "gb200-r02-n[01-18]")]
+        assert "Hidden=YES" in ctld.scontrol("show", "partition", "admin")
+
+
+def test_options_newer_than_the_detected_slurm_are_refused_before_writing(slurm_root, tmp_path):
+    with testbed.slurmctld(slurm_root, {"slurm.conf": base_slurm_conf()}) as ctld:
+        conf_dir = slurm_root / ctld.conf_dir.lstrip("/")
+        inventory = tmp_path / "inventory.yml"
+        write_inventory(inventory, slurm_root, ctld.conf_dir, slurm_topology_version="25.05",
+                        slurm_topology_topology_param="BlockAsNodeRank")
+        before = digest(conf_dir)
+        refused, (changed, failed) = play(inventory, "site.yml")
+        assert refused.returncode != 0 and failed == 1
+        assert "Slurm 25.05 has no TopologyParam=BlockAsNodeRank" in refused.stdout
+        assert digest(conf_dir) == before
