@@ -36,6 +36,17 @@ def provider_arg_spec(model=False, output_file=False):
 INPUT_CONSTRAINTS = {"mutually_exclusive": [("provider", "model")], "required_one_of": [("provider", "model")]}
 
 
+def warning_collector(module):
+    """(warn, warnings): warn() shows an Ansible warning and keeps it for the result's summary."""
+    warnings = []
+
+    def warn(message):
+        warnings.append(message)
+        module.warn(message)
+
+    return warn, warnings
+
+
 def load_topology(module):
     """The validated Topology from ``provider`` (discovery) or ``model`` (compact form)."""
     if module.params.get("model") is not None:

@@ -164,7 +164,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
 from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+    INPUT_CONSTRAINTS,
+    load_topology,
+    warning_collector,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
 
@@ -187,11 +191,7 @@ def main():
         required_one_of=INPUT_CONSTRAINTS["required_one_of"],
         supports_check_mode=True,
     )
-    warnings = []
-
-    def warn(message):
-        warnings.append(message)
-        module.warn(message)
+    warn, warnings = warning_collector(module)
 
     try:
         topology = load_topology(module)

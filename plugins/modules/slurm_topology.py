@@ -190,6 +190,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     INPUT_CONSTRAINTS,
     load_topology,
     provider_arg_spec,
+    warning_collector,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file, read_text
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
@@ -220,11 +221,7 @@ def main():
             raise TopologyError(f"cannot read partition {partition!r} with scontrol: {(err or out).strip()}")
         return job.parse_partition_nodes(partition, out)
 
-    warnings = []
-
-    def warn(message):
-        warnings.append(message)
-        module.warn(message)
+    warn, warnings = warning_collector(module)
 
     try:
         topology = load_topology(module)
