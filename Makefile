@@ -26,7 +26,7 @@ OUTPUT := $(ROOT)/tests/output
 APT_PACKAGES := debootstrap lua5.1 shellcheck
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
-K8S_COLD_MINUTES := 15
+K8S_COLD_MINUTES := 7
 
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)

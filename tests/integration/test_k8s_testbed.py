@@ -27,7 +27,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -249,8 +248,8 @@ def test_service_account_token_authenticates(k8s, k8s_namespace):
     assert denied.value.status == 403
 
 
-def test_command_line_starts_reports_and_stops_only_its_own_processes(k8s):
-    run_dir = Path(tempfile.mkdtemp(prefix="aifactory-k8s-cli-"))
+def test_command_line_starts_reports_and_stops_only_its_own_processes(k8s, tmp_path):
+    run_dir = tmp_path / "run"
 
     def tool(*args):
         return subprocess.run([sys.executable, str(TOOL), *args, "--dir", str(run_dir)],
@@ -278,7 +277,6 @@ def test_command_line_starts_reports_and_stops_only_its_own_processes(k8s):
     assert after.returncode == 1 and not json.loads(after.stdout)["running"]
     # The session's control plane (another run directory) is untouched.
     assert k8s_testbed.status(k8s.dir)["ready"]
-    subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
 
 
 # -- the labels do their job (deliverable 7) ----------------------------------------------------
