@@ -465,27 +465,36 @@ def _yaml_nodes_by_line(text):
 
 def nodes_in_file(text):
     """Node names that a topology.conf or topology.yaml text places, for the shrink guard."""
-    names = set()
-    if not _is_topology_conf(text) and not _yaml.HAS_YAML:
+    if _is_topology_conf(text):
+        return _conf_nodes(text)
+    if not _yaml.HAS_YAML:
         return _yaml_nodes_by_line(text)
-    if not _is_topology_conf(text):
-        try:
-            entries = _yaml.safe_load(text) or []
-        except _yaml.YAMLError as exc:
-            raise TopologyError(f"the existing topology.yaml is not valid YAML: {exc}") from None
-        if isinstance(entries, dict):
-            entries = [entries]
-        for entry in entries if isinstance(entries, list) else []:
-            if not isinstance(entry, dict):
-                continue
-            for section, items in (("tree", "switches"), ("block", "blocks")):
-                for item in (entry.get(section) or {}).get(items) or []:
-                    if isinstance(item, dict) and item.get("nodes"):
-                        names.update(hostlist.expand(str(item["nodes"])))
-        return names
+    return _yaml_nodes(text)
+
+
+def _conf_nodes(text):
+    names = set()
     for line in text.splitlines():
         if line.lstrip().startswith("#"):
             continue
         for match in _CONF_NODES.finditer(line):
             names.update(hostlist.expand(match.group(1)))
+    return names
+
+
+def _yaml_nodes(text):
+    try:
+        entries = _yaml.safe_load(text) or []
+    except _yaml.YAMLError as exc:
+        raise TopologyError(f"the existing topology.yaml is not valid YAML: {exc}") from None
+    if isinstance(entries, dict):
+        entries = [entries]
+    names = set()
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        for section, items in (("tree", "switches"), ("block", "blocks")):
+            for item in (entry.get(section) or {}).get(items) or []:
+                if isinstance(item, dict) and item.get("nodes"):
+                    names.update(hostlist.expand(str(item["nodes"])))
     return names
