@@ -1,6 +1,6 @@
 """A real slurmctld 26.05 in a Debian sid chroot, for tests.
 
-Recipe and safety rules: shared/reference/slurm-testbed.md. The root file system is
+Recipe and safety rules: docs/testing.md. The root file system is
 built once with debootstrap and cached on the machine (see ``cache_dir``); every test
 run starts its own ``slurmctld -D -c`` inside it with a private configuration
 directory and stops exactly that process.
@@ -18,6 +18,7 @@ or topology.yaml into a real slurmctld and prints what Slurm made of it (usable 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -107,9 +108,28 @@ def _make_devices(root: Path) -> None:
             subprocess.run(["mknod", "-m", "666", str(node), "c", "1", str(minor)], check=True)
 
 
+@contextlib.contextmanager
+def _flock(path: Path, mode: int = fcntl.LOCK_EX):
+    """Hold an flock on ``path`` (created if missing); the kernel drops it if the process dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, mode)
+        yield handle
+
+
 def build(root: Path | None = None) -> Path:
-    """Build the cached root (about a minute on a fresh machine) or reuse it."""
+    """Build the cached root (about a minute on a fresh machine) or reuse it.
+
+    Under a lock, like .venv: two test runs at once build it once, and neither sees a half-built root.
+    """
     root = root or root_path()
+    if is_ready(root):
+        return root
+    with _flock(root.with_name(root.name + ".build.lock")):
+        return _build_locked(root)
+
+
+def _build_locked(root: Path) -> Path:
     if is_ready(root):
         return root
     reason = unavailable_reason()
@@ -202,40 +222,48 @@ def _wait_until_up(ctld: Slurmctld, deadline_s: float = 60.0) -> None:
 
 @contextlib.contextmanager
 def slurmctld(root: Path, files: dict[str, str]):
-    """Start slurmctld with `files` (name -> content; must include slurm.conf) and stop it after."""
-    subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="ctld-", dir=root / "tmp"))
-    inside = "/" + str(run_dir.relative_to(root))
-    process = None
-    try:
-        key = run_dir / "slurm.key"
-        key.write_bytes(os.urandom(1024))
-        key.chmod(0o600)
-        (run_dir / "state").mkdir()
-        for name, content in files.items():
-            content = content.replace("@CONFDIR@", inside)
-            (run_dir / name).write_text(content, encoding="utf-8")
-        log_path = run_dir / "slurmctld.log"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                ["chroot", str(root), "slurmctld", "-D", "-c", "-f", f"{inside}/slurm.conf"],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "SLURM_CONF": f"{inside}/slurm.conf"},
-            )
-        ctld = Slurmctld(root, inside, process, log_path)
-        _wait_until_up(ctld)
-        yield ctld
-    finally:
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        subprocess.run(["umount", str(root / "proc")], check=False)
-        if mounts_below(root):
-            raise RuntimeError(f"still mounted below {root} after stopping slurmctld: {mounts_below(root)}")
-        subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
+    """Start slurmctld with `files` (name -> content; must include slurm.conf) and stop it after.
+
+    One at a time per root, across processes: controllers in one root share auth/slurm's
+    credential socket under /run, so a second one would sign the first one's requests with the
+    wrong key. The lock also makes the proc mount below the root this run's alone.
+    """
+    with _flock(root.with_name(root.name + ".run.lock")):
+        # A run killed before its clean-up left proc mounted: reuse it rather than stack a second mount.
+        if subprocess.run(["mountpoint", "-q", str(root / "proc")], check=False).returncode != 0:
+            subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
+        run_dir = Path(tempfile.mkdtemp(prefix="ctld-", dir=root / "tmp"))
+        inside = "/" + str(run_dir.relative_to(root))
+        process = None
+        try:
+            key = run_dir / "slurm.key"
+            key.write_bytes(os.urandom(1024))
+            key.chmod(0o600)
+            (run_dir / "state").mkdir()
+            for name, content in files.items():
+                content = content.replace("@CONFDIR@", inside)
+                (run_dir / name).write_text(content, encoding="utf-8")
+            log_path = run_dir / "slurmctld.log"
+            with open(log_path, "wb") as log:
+                process = subprocess.Popen(
+                    ["chroot", str(root), "slurmctld", "-D", "-c", "-f", f"{inside}/slurm.conf"],
+                    stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "SLURM_CONF": f"{inside}/slurm.conf"},
+                )
+            ctld = Slurmctld(root, inside, process, log_path)
+            _wait_until_up(ctld)
+            yield ctld
+        finally:
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            subprocess.run(["umount", str(root / "proc")], check=False)
+            if mounts_below(root):
+                raise RuntimeError(f"still mounted below {root} after stopping slurmctld: {mounts_below(root)}")
+            subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
 
 
 def free_port() -> int:
