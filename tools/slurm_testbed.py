@@ -221,17 +221,58 @@ def _wait_until_up(ctld: Slurmctld, deadline_s: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
+def _proc_mounted(root: Path):
+    """ROOT/proc mounted while any run, of any process, uses the root; the last one unmounts it.
+
+    Each run holds a shared lock on ``users.lock``; mounting and unmounting happen under
+    ``mount.lock``, and the run that can take ``users.lock`` exclusively is the last. A killed run
+    leaves proc mounted for the next last run to unmount (the kernel drops a dead process's locks).
+    """
+    locks = root.with_name(root.name + ".locks")
+    proc = root / "proc"
+    with _flock(locks / "mount.lock"):
+        if subprocess.run(["mountpoint", "-q", str(proc)], check=False).returncode != 0:
+            subprocess.run(["mount", "-t", "proc", "proc", str(proc)], check=True)
+        users = open(locks / "users.lock", "a+b")  # pylint: disable=consider-using-with
+        fcntl.flock(users, fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        with _flock(locks / "mount.lock"):
+            fcntl.flock(users, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # another run still uses the root: it unmounts when it is the last
+            else:
+                subprocess.run(["umount", str(proc)], check=False)
+                if mounts_below(root):
+                    raise RuntimeError(f"still mounted below {root} after the last slurmctld: {mounts_below(root)}")
+            finally:
+                users.close()
+
+
+def cluster_name(slurm_conf_text: str) -> str:
+    match = re.search(r"(?im)^\s*ClusterName\s*=\s*(\S+)", slurm_conf_text)
+    if not match:
+        raise ValueError("the test bed's slurm.conf needs a ClusterName")
+    return match.group(1).lower()
+
+
+@contextlib.contextmanager
 def slurmctld(root: Path, files: dict[str, str]):
     """Start slurmctld with `files` (name -> content; must include slurm.conf) and stop it after.
 
-    One at a time per root, across processes: controllers in one root share auth/slurm's
-    credential socket under /run, so a second one would sign the first one's requests with the
-    wrong key. The lock also makes the proc mount below the root this run's alone.
+    Several controllers may run in one root at once, each with its own ClusterName. slurmctld
+    serves auth/slurm credentials on /run/slurmctld/sack.socket, one path for all of them; clients
+    look for /run/slurm-<ClusterName>/sack.socket first. So each controller starts alone (under
+    ``start.lock``), and its socket is hard-linked to its cluster's path before the next one can
+    replace the shared one; stopping takes the same lock, since slurmctld removes that path on exit.
     """
-    with _flock(root.with_name(root.name + ".run.lock")):
-        # A run killed before its clean-up left proc mounted: reuse it rather than stack a second mount.
-        if subprocess.run(["mountpoint", "-q", str(root / "proc")], check=False).returncode != 0:
-            subprocess.run(["mount", "-t", "proc", "proc", str(root / "proc")], check=True)
+    cluster = cluster_name(files["slurm.conf"])
+    own_socket_dir = root / "run" / f"slurm-{cluster}"
+    start_lock = root.with_name(root.name + ".locks") / "start.lock"
+    with _proc_mounted(root):
         run_dir = Path(tempfile.mkdtemp(prefix="ctld-", dir=root / "tmp"))
         inside = "/" + str(run_dir.relative_to(root))
         process = None
@@ -244,25 +285,28 @@ def slurmctld(root: Path, files: dict[str, str]):
                 content = content.replace("@CONFDIR@", inside)
                 (run_dir / name).write_text(content, encoding="utf-8")
             log_path = run_dir / "slurmctld.log"
-            with open(log_path, "wb") as log:
-                process = subprocess.Popen(
-                    ["chroot", str(root), "slurmctld", "-D", "-c", "-f", f"{inside}/slurm.conf"],
-                    stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "SLURM_CONF": f"{inside}/slurm.conf"},
-                )
-            ctld = Slurmctld(root, inside, process, log_path)
-            _wait_until_up(ctld)
+            with _flock(start_lock):
+                shutil.rmtree(own_socket_dir, ignore_errors=True)  # a killed run's link to a dead socket
+                with open(log_path, "wb") as log:
+                    process = subprocess.Popen(
+                        ["chroot", str(root), "slurmctld", "-D", "-c", "-f", f"{inside}/slurm.conf"],
+                        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "SLURM_CONF": f"{inside}/slurm.conf"},
+                    )
+                ctld = Slurmctld(root, inside, process, log_path)
+                _wait_until_up(ctld)  # answered through the shared socket: ours while we hold the lock
+                own_socket_dir.mkdir(parents=True, exist_ok=True)
+                os.link(root / "run" / "slurmctld" / "sack.socket", own_socket_dir / "sack.socket")
             yield ctld
         finally:
-            if process is not None and process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-            subprocess.run(["umount", str(root / "proc")], check=False)
-            if mounts_below(root):
-                raise RuntimeError(f"still mounted below {root} after stopping slurmctld: {mounts_below(root)}")
+            with _flock(start_lock):
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+                    try:
+                        process.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait()
+                shutil.rmtree(own_socket_dir, ignore_errors=True)
             subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
 
 
@@ -277,12 +321,14 @@ def slurm_conf(nodes, *, plugin=None, partitions=None) -> str:
     nodes = sorted(nodes)
     if not nodes:
         raise ValueError("slurm.conf needs at least one node")
+    port = free_port()
     from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress
 
     lines = [
-        "ClusterName=aifactory-test",
+        # A private port and cluster name: controllers of concurrent test runs never collide.
+        f"ClusterName=aifactory-{port}",
         "SlurmctldHost=localhost",
-        f"SlurmctldPort={free_port()}",  # a private port: never collide with another controller
+        f"SlurmctldPort={port}",
         "SlurmUser=root",
         "AuthType=auth/slurm",
         "CredType=cred/slurm",
@@ -324,7 +370,7 @@ def files_for_topology(path: Path) -> dict[str, str]:
     ensure_collection_importable()
     import yaml
 
-    from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm import nodes_in_file
+    from ansible_collections.aifactory.topology.plugins.module_utils._writers.shrink_guard import nodes_in_file
 
     text = path.read_text(encoding="utf-8")
     nodes = nodes_in_file(text) or {"placeholder-node"}

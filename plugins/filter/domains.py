@@ -6,7 +6,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import imex
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 
 def _topology(model):

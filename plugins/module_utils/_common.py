@@ -32,6 +32,20 @@ def provider_arg_spec(model=False, output_file=False):
     return spec
 
 
+# The rendering options of slurm_topology, shared with slinky_topology.
+RENDER_ARG_SPEC = {
+    "plugin": {"type": "str", "choices": ["topology/tree", "topology/block"]},
+    "block_sizes": {"type": "list", "elements": "int"},
+    "topologies": {"type": "dict"},
+    "domain_order": {"type": "list", "elements": "str"},
+    "block_naming": {"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
+    "block_name_pattern": {"type": "dict", "options": {
+        "regexp": {"type": "str", "required": True},
+        "format": {"type": "str", "required": True},
+    }},
+    "no_topology_switch": {"type": "str", "default": "no-topology"},
+}
+
 # Module options: one source of the topology, never both.
 INPUT_CONSTRAINTS = {"mutually_exclusive": [("provider", "model")], "required_one_of": [("provider", "model")]}
 

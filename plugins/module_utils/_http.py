@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 
 try:
     import requests
@@ -23,12 +23,8 @@ except ImportError:  # pragma: no cover - exercised only where requests is missi
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
-class HttpError(TopologyError):
+class HttpError(RemoteAPIError):
     """An API that could not be used; the message names the method, URL and what went wrong."""
-
-    def __init__(self, message, status=None):
-        super().__init__(message)
-        self.status = status
 
 
 class HttpClient:

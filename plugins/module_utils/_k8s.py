@@ -18,11 +18,8 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
 
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import (
-    check_label_key,
-    is_valid_label_value,
-)
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key, is_valid_label_value
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 
 try:
     import urllib3
@@ -60,12 +57,11 @@ LIST_PAGE_SIZE = 500
 MAX_PAGES = 10000  # 5 million objects: a repeated continue token cannot loop forever
 
 
-class K8sError(TopologyError):
+class K8sError(RemoteAPIError):
     """A Kubernetes API call that failed; the message names the request and the server's reason."""
 
     def __init__(self, message, status=None, body=None):
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status)
         self.body = body or {}
 
     @property

@@ -16,12 +16,9 @@ so a 100k-node model is a few hundred KB.
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 COMPACT_FORMAT = "aifactory.topology/v1"
-
-
-class TopologyError(ValueError):
-    """Invalid topology input; the message names the offending switch, node, domain or field."""
 
 
 class Switch:

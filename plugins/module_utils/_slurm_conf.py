@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 MANAGED_MARKER = "# Settings managed by Ansible (aifactory.topology)"
 # Changing these needs every daemon restarted (slurm.conf(5)); everything else we manage,

@@ -115,32 +115,33 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
-    module = AnsibleModule(argument_spec=reconcile.module_argument_spec(
+    module = AnsibleModule(argument_spec=_k8s_module.argument_spec(
         node_selector={"type": "dict"},
         fabric_labels={"type": "list", "elements": "str"},
-        accelerator_label={"type": "str", "default": k8s_labels.ACCELERATOR_LABEL},
+        accelerator_label={"type": "str", "default": _labels.ACCELERATOR_LABEL},
         no_topology_value={"type": "str"},
         clean_absent_nodes={"type": "bool", "default": True},
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     params = module.params
     try:
-        keys = k8s_labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
+        keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
         topology = load_topology(module)
-        client, options = reconcile.connect(module)
-        result = reconcile.reconcile_node_labels(
+        client, options = _k8s_module.connect(module)
+        result = k8s_nodes.reconcile_node_labels(
             client, topology, keys, options, node_selector=params["node_selector"],
             no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
             warn=module.warn, diff=module._diff)
-    except reconcile.PartialWrite as exc:
+    except k8s.PartialWrite as exc:
         module.fail_json(msg=str(exc), **exc.result)
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

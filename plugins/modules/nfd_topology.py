@@ -79,13 +79,14 @@ deleted:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
-    module = AnsibleModule(argument_spec=reconcile.module_argument_spec(
+    module = AnsibleModule(argument_spec=_k8s_module.argument_spec(
         namespace={"type": "str", "required": True},
         cleanup={"type": "bool", "default": True},
         no_topology_value={"type": "str"},
@@ -93,10 +94,10 @@ def main():
     params = module.params
     try:
         topology = load_topology(module)
-        client, options = reconcile.connect(module)
-        result = reconcile.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
+        client, options = _k8s_module.connect(module)
+        result = k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
                                          no_topology_value=params["no_topology_value"], diff=module._diff)
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

@@ -162,18 +162,19 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_configmap
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
+    RENDER_ARG_SPEC,
     load_topology,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
-    argument_spec = reconcile.module_argument_spec(
+    argument_spec = _k8s_module.argument_spec(
         namespace={"type": "str", "required": True},
         configmap_name={"type": "str", "required": True},
         configmap_key={"type": "str", "default": "topology.conf", "no_log": False},
@@ -184,7 +185,7 @@ def main():
         pod_selector={"type": "dict"},
         slurm_node_name_label={"type": "str", "default": "slurm.node.name"},
     )
-    argument_spec.update(_slurm_topology.RENDER_ARG_SPEC)
+    argument_spec.update(RENDER_ARG_SPEC)
     module = AnsibleModule(
         argument_spec=argument_spec,
         mutually_exclusive=INPUT_CONSTRAINTS["mutually_exclusive"] + [("plugin", "topologies")],
@@ -195,12 +196,12 @@ def main():
 
     try:
         topology = load_topology(module)
-        client, options = reconcile.connect(module, reconcile.SLINKY_FIELD_MANAGER)
-        result = reconcile.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
+        client, options = _k8s_module.connect(module, k8s_configmap.SLINKY_FIELD_MANAGER)
+        result = k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
         result["summary"]["warnings"] = warnings
-    except reconcile.PartialWrite as exc:
+    except k8s.PartialWrite as exc:
         module.fail_json(msg=str(exc), **exc.result)
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

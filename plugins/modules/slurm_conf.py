@@ -91,8 +91,8 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_conf
-from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file, read_text
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 
 
 def main():
@@ -116,7 +116,7 @@ def main():
                                                           module.params["partitions"])
         result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
                              current=current)
-    except (TopologyError, FileWriteError) as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     restart = _slurm_conf.restart_settings(settings)
     result.update(changed_settings=settings, changed_partitions=partitions, restart_settings=restart,

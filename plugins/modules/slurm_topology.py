@@ -185,20 +185,22 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
+    RENDER_ARG_SPEC,
     load_topology,
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file, read_text
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 
 
 def main():
     argument_spec = provider_arg_spec(model=True, output_file=True)
-    argument_spec.update(job.RENDER_ARG_SPEC)
+    argument_spec.update(RENDER_ARG_SPEC)
     argument_spec.update(
         header={"type": "str", "default": job.DEFAULT_HEADER},
         validate={"type": "str"},
@@ -231,12 +233,12 @@ def main():
         result = {"changed": False, "content": content, "summary": summary}
         if params["dest"]:
             current = read_text(params["dest"])
-            warning = job.check_shrink(current, content, params["max_node_loss"], params["force"])
+            warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"])
             if warning:
                 warn(warning)
             result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
                                       current=current))
-    except (TopologyError, FileWriteError) as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

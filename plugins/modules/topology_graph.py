@@ -55,8 +55,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     provider_arg_spec,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
-from ansible_collections.aifactory.topology.plugins.module_utils._file import FileWriteError, ensure_file
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -71,7 +71,7 @@ def main():
         result = {"changed": False, "content": content}
         if module.params["dest"]:
             result.update(ensure_file(module, module.params["dest"], content, module.params["backup"]))
-    except (TopologyError, FileWriteError) as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

@@ -88,7 +88,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     load_topology,
     provider_arg_spec,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -96,7 +96,7 @@ def main():
                            **INPUT_CONSTRAINTS)
     try:
         topology = load_topology(module)
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, topology=topology.to_compact(), summary=topology.summary())
 

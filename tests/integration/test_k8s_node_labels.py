@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels
@@ -29,8 +31,8 @@ from tests.integration.k8s_support import (
 from tests.unit.conftest_paths import MODELS
 
 pytestmark = pytest.mark.k8s
-TIER = k8s_labels.FABRIC_PREFIX
-DOMAIN = k8s_labels.ACCELERATOR_LABEL
+TIER = _labels.FABRIC_PREFIX
+DOMAIN = _labels.ACCELERATOR_LABEL
 
 
 @pytest.fixture
@@ -143,16 +145,16 @@ def test_a_node_changed_between_list_and_patch_is_reread_and_patched_again(k8s, 
     prefix = f"t{test_id}"
     names = make_nodes(k8s, node_names(prefix, 1, 2), test_id)
     topology = discover("inventory", gb200(prefix, racks=1, per_rack=2))
-    keys = k8s_labels.LabelKeys()
-    listed = reconcile.list_nodes(admin, f"{TEST_LABEL}={test_id}")
+    keys = _labels.LabelKeys()
+    listed = k8s_nodes.list_nodes(admin, f"{TEST_LABEL}={test_id}")
     # Someone else writes the first node after our list: our patch carries a stale resourceVersion.
     admin.request("PATCH", _k8s.node_path(names[0]), body={"metadata": {"labels": {"other": "x"}}},
-                  content_type=reconcile.MERGE_PATCH)
+                  content_type=k8s_writer.MERGE_PATCH)
     spy = RequestLog(admin)
     desired = k8s_labels.desired_labels(topology, keys)
-    changes = reconcile.plan_node_changes(listed, desired, keys)
-    done, error = reconcile.patch_nodes(spy, changes, listed, keys,
-                                        reconcile.WriteOptions(concurrency=1, retry_delay=0))
+    changes = k8s_nodes.plan_node_changes(listed, desired, keys)
+    done, error = k8s_nodes.patch_nodes(spy, changes, listed, keys,
+                                        k8s_writer.WriteOptions(concurrency=1, retry_delay=0))
     assert error is None and sorted(change.name for change in done) == names
     first = [call for call in spy.calls if call[1] == _k8s.node_path(names[0])]
     assert first == [("PATCH", first[0][1], 409), ("GET", first[0][1], 200), ("PATCH", first[0][1], 200)]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
 from tests.integration.k8s_support import TEST_LABEL, client, gb200, make_nodes, new_id, node_names, node_state, written
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
@@ -55,7 +55,7 @@ def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp
     }))
     api = client(k8s.kubeconfig)
     configmap = _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps", "slurm-config")
-    features = _k8s.namespaced_path(reconcile.NFD_API, k8s_namespace, "nodefeatures")
+    features = _k8s.namespaced_path(k8s_objects.NFD_API, k8s_namespace, "nodefeatures")
     before = node_state(api, test_id)
 
     out, changed = run_playbook(inventory, "--check", "--diff")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, nfd_topology, topology_info
@@ -31,7 +31,7 @@ def test_dra_reads_cliques_and_instance_names(k8s, monkeypatch):
                         f"k8s-{test_id}-2": {CLIQUE: "uuid-b.1"}})
     admin = client(k8s.kubeconfig)
     admin.request("PATCH", _k8s.node_path(names[0]), body={"metadata": {"annotations": {
-        "topograph.run/instance": f"gpu-{test_id}-0"}}}, content_type=reconcile.MERGE_PATCH)
+        "topograph.run/instance": f"gpu-{test_id}-0"}}}, content_type=k8s_writer.MERGE_PATCH)
     result = run_module(topology_info, {"provider": {"name": "dra", "params": {"node_selector": {TEST_LABEL: test_id}},
                                                      "creds": {"kubeconfig": str(k8s.kubeconfig)}}}, monkeypatch)
     assert not result["failed"], result.get("msg")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer, k8s_configmap
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slinky
 from ansible_collections.aifactory.topology.plugins.modules import slinky_topology
 from tests.integration.k8s_support import client, gb200, make_nodes, new_id, node_names, node_state, run_module, written
@@ -24,7 +24,7 @@ def helm_apply(api, namespace, data):
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "slurm-config", "namespace": namespace},
             "data": data}
     api.request("PATCH", _k8s.namespaced_path("/api/v1", namespace, "configmaps", "slurm-config"),
-                {"fieldManager": "helm", "force": "true"}, body, reconcile.APPLY_PATCH)
+                {"fieldManager": "helm", "force": "true"}, body, k8s_writer.APPLY_PATCH)
 
 
 def slinky_args(k8s, namespace, **extra):
@@ -55,7 +55,7 @@ def test_owns_only_its_key_writes_only_on_change_and_survives_helm(k8s, k8s_name
         "topograph.run/engine": "slinky", "topograph.run/topology-managed-by": "topograph",
         "topograph.run/slurm-namespace": k8s_namespace, "topograph.run/plugin": "topology/block",
         "topograph.run/block-sizes": "8,16,32"}
-    ours = next(m for m in stored["metadata"]["managedFields"] if m["manager"] == reconcile.SLINKY_FIELD_MANAGER)
+    ours = next(m for m in stored["metadata"]["managedFields"] if m["manager"] == k8s_configmap.SLINKY_FIELD_MANAGER)
     assert ours["operation"] == "Apply" and list(ours["fieldsV1"]["f:data"]) == ["f:topology.conf"]
 
     again = run_module(slinky_topology, args, monkeypatch)
@@ -71,7 +71,7 @@ def test_owns_only_its_key_writes_only_on_change_and_survives_helm(k8s, k8s_name
     # last-updated moves only with the content.
     api.request("PATCH", _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps", "slurm-config"),
                 body={"metadata": {"annotations": {slinky.ANNOTATION_LAST_UPDATED: "2000-01-01T00:00:00Z"}}},
-                content_type=reconcile.MERGE_PATCH)
+                content_type=k8s_writer.MERGE_PATCH)
     assert run_module(slinky_topology, args, monkeypatch)["changed"] is False
     tree = run_module(slinky_topology, dict(args, plugin="topology/tree", block_sizes=None, block_name_pattern=None),
                       monkeypatch)
@@ -111,7 +111,7 @@ def test_dynamic_nodes_get_their_spec_through_ready_slurmd_pods(k8s, k8s_namespa
         if index < 3:  # the last pod never becomes Ready: its node gets no spec
             api.request("PATCH", f"{pods}/slurmd-{index}/status", body={"status": {
                 "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
-                content_type=reconcile.MERGE_PATCH)
+                content_type=k8s_writer.MERGE_PATCH)
     args = {"provider": {"name": "inventory", "params": gb200(prefix, racks=2, per_rack=2)},
             "kubeconfig": str(k8s.kubeconfig), "namespace": k8s_namespace, "configmap_name": "slurm-config",
             "configmap_key": "topology.yaml", "skeleton_only": True, "use_dynamic_nodes": True,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
 from tests.integration.fake_apis import (  # noqa: F401  # pylint: disable=unused-import
@@ -178,7 +178,7 @@ def test_429_with_retry_after_is_honoured(server, sleeps):
 
 def test_5xx_is_retried_with_bounded_backoff_then_reported(server, sleeps):
     server.inject[("POST", FETCH)] = [text_reply("internal error", 500)] * 3
-    with pytest.raises(TopologyError, match=rf"POST {re.escape(server.url)}{FETCH}: HTTP 500 after 3 attempts"):
+    with pytest.raises(RemoteAPIError, match=rf"POST {re.escape(server.url)}{FETCH}: HTTP 500 after 3 attempts"):
         run(server, retry_attempts=3, retry_backoff=0.5)
     assert sleeps == [0.5, 1.0] and server.routes().count(("POST", FETCH)) == 3
     # The same run succeeds once the server recovers.
@@ -188,7 +188,7 @@ def test_5xx_is_retried_with_bounded_backoff_then_reported(server, sleeps):
 
 def test_a_server_that_never_answers_times_out(server):
     server.inject[("POST", LOGIN)] = [HANG, HANG]
-    with pytest.raises(TopologyError, match=r"POST .*/api/netq/auth/v1/login: ReadTimeout after 2 attempts"):
+    with pytest.raises(RemoteAPIError, match=r"POST .*/api/netq/auth/v1/login: ReadTimeout after 2 attempts"):
         run(server, timeout=0.2, retry_attempts=2)
 
 
@@ -203,17 +203,17 @@ def test_a_server_that_never_answers_times_out(server):
 ])
 def test_malformed_bodies_are_clear_errors(server, route, body, message):
     server.inject[route] = [text_reply(body, content_type="application/json")]
-    with pytest.raises(TopologyError, match=message):
+    with pytest.raises(RemoteAPIError, match=message):
         run(server)
 
 
 def test_wrong_credentials_fail_at_login_without_retrying_and_never_show_the_password(server):
-    with pytest.raises(TopologyError, match=r'login: HTTP 401: \{"error": "invalid credentials"\}'):
+    with pytest.raises(RemoteAPIError, match=r'login: HTTP 401: \{"error": "invalid credentials"\}'):
         run(server, creds={"username": USERNAME, "password": "wrong-password"})
     assert len(server.requests) == 1
     # A server echoing the request body: the message carries no password.
     server.inject[("POST", LOGIN)] = [json_reply({"error": "bad request", "echo": {"password": PASSWORD}}, 400)]
-    with pytest.raises(TopologyError) as info:
+    with pytest.raises(RemoteAPIError) as info:
         run(server)
     assert PASSWORD not in str(info.value) and '"password": "********"' in str(info.value)
 
@@ -305,7 +305,7 @@ def tls_server(tmp_path, fake_http):
 
 
 def test_tls_is_verified_by_default_and_ca_bundle_makes_it_pass(tls_server):
-    with pytest.raises(TopologyError, match=r"POST https://127.0.0.1:\d+/api/netq/auth/v1/login: TLS verification failed"
+    with pytest.raises(RemoteAPIError, match=r"POST https://127.0.0.1:\d+/api/netq/auth/v1/login: TLS verification failed"
                                             r".*set ca_bundle"):
         run(tls_server)
     assert tls_server.requests == []  # the handshake failed before any request was made

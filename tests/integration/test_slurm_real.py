@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job  # noqa: E402
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job  # noqa: E402
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard  # noqa: E402
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm  # noqa: E402
 from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress, expand  # noqa: E402
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError  # noqa: E402
@@ -225,7 +226,7 @@ def verify_topology_file(root, filename, text):
         kind, spec = parse_conf(text)
         if kind is None:
             pytest.skip(f"{filename} is neither a block (BlockName=) nor a tree (SwitchName=) topology.conf")
-        nodes = slurm.nodes_in_file(text)
+        nodes = shrink_guard.nodes_in_file(text)
         entries = [("default", kind, spec)]
         files = {"slurm.conf": slurm_conf(nodes or {"spare01"}, plugin=f"topology/{kind}"), "topology.conf": text}
 
@@ -345,14 +346,14 @@ def test_shrink_guard_reads_the_nodes_slurm_loads_from_a_headed_topology_yaml(sl
     entries = parse_yaml(text)
     expected = yaml_nodes(entries)
     verify_topology_file(slurm_root, "headed.yaml", text)  # Slurm itself loads the headed file fine
-    assert slurm.nodes_in_file(text) == expected
+    assert shrink_guard.nodes_in_file(text) == expected
 
 
 # -- 2. placement with sbatch --test-only --------------------------------------------------------
 
 def _start_rendered(root, topology, options):
     conf = slurm.render_block_conf(topology, options)
-    return controller(root, {"slurm.conf": slurm_conf(slurm.nodes_in_file(conf), plugin="topology/block"),
+    return controller(root, {"slurm.conf": slurm_conf(shrink_guard.nodes_in_file(conf), plugin="topology/block"),
                              "topology.conf": conf})
 
 

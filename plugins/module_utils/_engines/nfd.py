@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils import _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
 FEATURE_SET = "topograph.network"
@@ -57,12 +57,12 @@ def stable_object_name(prefix, value):
 
 def attribute_kind(key):
     """The NFD attribute name of a default topology label key, or None for other keys."""
-    if key == k8s_labels.ACCELERATOR_LABEL:
+    if key == _labels.ACCELERATOR_LABEL:
         return "accelerator-domain"
-    if key == k8s_labels.SUB_DOMAIN_LABEL:
+    if key == _labels.SUB_DOMAIN_LABEL:
         return "accelerator-sub-domain"
-    if key.startswith(k8s_labels.FABRIC_PREFIX) and key[len(k8s_labels.FABRIC_PREFIX):].isdigit():
-        return "fabric-tier-" + key[len(k8s_labels.FABRIC_PREFIX):]
+    if key.startswith(_labels.FABRIC_PREFIX) and key[len(_labels.FABRIC_PREFIX):].isdigit():
+        return "fabric-tier-" + key[len(_labels.FABRIC_PREFIX):]
     return None
 
 
@@ -127,7 +127,7 @@ def build_objects(node_labels, namespace):
     """
     features, groups = [], {}
     for node in sorted(node_labels):
-        if not k8s_labels.is_valid_label_value(node):
+        if not _labels.is_valid_label_value(node):
             raise TopologyError(f"node name {node!r} cannot be used as the {LABEL_NODE_NAME} label value")
         elements = {}
         for key, value in sorted(node_labels[node].items()):

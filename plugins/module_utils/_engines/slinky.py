@@ -9,9 +9,8 @@ dynamic nodes, each node gets the ``topology.slinky.slurm.net/spec`` annotation 
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm, slurm_files
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 SPEC_ANNOTATION = "topology.slinky.slurm.net/spec"
 ANNOTATION_ENGINE = "topograph.run/engine"
@@ -30,7 +29,7 @@ def _no_partitions(partition):
 
 def render(topology, params, warn, skeleton=False):
     """(ConfigMap key content, summary): the slurm engines' text for these options, without header."""
-    return _slurm_topology.render(topology, params, _no_partitions, warn, skeleton=skeleton)
+    return slurm_files.render(topology, params, _no_partitions, warn, skeleton=skeleton)
 
 
 def configmap_annotations(namespace, plugin=None, block_sizes=None, last_updated=None):
@@ -70,7 +69,7 @@ def dynamic_specs(topology, params):
     topologies = params.get("topologies")
     parts = {name: [] for name in topology.nodes}
     if topologies:
-        for spec in sorted(_slurm_topology.build_specs(topologies, _no_partitions), key=lambda s: s.name):
+        for spec in sorted(slurm_files.build_specs(topologies, _no_partitions), key=lambda s: s.name):
             members = set(topology.nodes) if spec.nodes is None else {n for n in spec.nodes if n in topology.nodes}
             if spec.plugin == "topology/tree":
                 for node in members:

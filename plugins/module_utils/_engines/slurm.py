@@ -12,9 +12,8 @@ import math
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import tree as tree_walk
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 PLUGINS = ("topology/tree", "topology/block", "topology/flat")
 BLOCK_NAMING = ("domain", "topograph")
@@ -431,70 +430,3 @@ def _yaml_block(topology, options, node_filter, skeleton, warn, name):
         if block.nodes and not skeleton:
             lines.append(f"          nodes: {yaml_scalar(hostlist.compress(block.nodes))}")
     return lines
-
-
-# -- node sets in existing files (shrink guard) ------------------------------------------------
-
-_CONF_NODES = re.compile(r"(?i)\bNodes=(\S+)")
-_CONF_LINE = re.compile(r"(?i)^\s*(SwitchName|BlockName|BlockSizes)\s*=")
-
-
-def _is_topology_conf(text):
-    """topology.conf records are Key=Value lines; anything else is taken for topology.yaml."""
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            return bool(_CONF_LINE.match(line))
-    return True
-
-
-_YAML_NODES = re.compile(r"^\s*(?:-\s+)?nodes:\s*(.+?)\s*$")
-
-
-def _yaml_nodes_by_line(text):
-    """``nodes:`` values of a block-style topology.yaml, for hosts without PyYAML (minimal controllers)."""
-    names = set()
-    for line in text.splitlines():
-        match = _YAML_NODES.match(line.split(" #", 1)[0])
-        if match:
-            value = match.group(1)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            names.update(hostlist.expand(value))
-    return names
-
-
-def nodes_in_file(text):
-    """Node names that a topology.conf or topology.yaml text places, for the shrink guard."""
-    if _is_topology_conf(text):
-        return _conf_nodes(text)
-    if not _yaml.HAS_YAML:
-        return _yaml_nodes_by_line(text)
-    return _yaml_nodes(text)
-
-
-def _conf_nodes(text):
-    names = set()
-    for line in text.splitlines():
-        if line.lstrip().startswith("#"):
-            continue
-        for match in _CONF_NODES.finditer(line):
-            names.update(hostlist.expand(match.group(1)))
-    return names
-
-
-def _yaml_nodes(text):
-    try:
-        entries = _yaml.safe_load(text) or []
-    except _yaml.YAMLError as exc:
-        raise TopologyError(f"the existing topology.yaml is not valid YAML: {exc}") from None
-    if isinstance(entries, dict):
-        entries = [entries]
-    names = set()
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        for section, items in (("tree", "switches"), ("block", "blocks")):
-            for item in (entry.get(section) or {}).get(items) or []:
-                if isinstance(item, dict) and item.get("nodes"):
-                    names.update(hostlist.expand(str(item["nodes"])))
-    return names

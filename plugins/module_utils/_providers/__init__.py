@@ -8,7 +8,7 @@ static on purpose: AnsiballZ only ships module_utils that modules import statica
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory, simulation
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import infiniband, netq
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import aws, gcp, lambda_cloud, nebius, nscale, oci

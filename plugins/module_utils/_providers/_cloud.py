@@ -21,7 +21,8 @@ import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 COMMON_PARAMS = frozenset({
     "instances", "page_size", "trim_tiers", "timeout", "retry_attempts", "retry_backoff",

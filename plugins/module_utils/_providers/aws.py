@@ -21,7 +21,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._http import (
     paginate,
     retry_after_seconds,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
 
 try:

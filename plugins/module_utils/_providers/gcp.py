@@ -18,7 +18,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
 
 NAME = "gcp"
@@ -86,7 +86,7 @@ class _Metadata:
             self._client = _cloud.http_client(self.params, base, headers={"Metadata-Flavor": "Google"})
         try:
             return self._client.request("GET", f"/computeMetadata/v1/{path}")
-        except TopologyError as exc:
+        except AifactoryTopologyError as exc:
             raise TopologyError(f"the gcp provider needs creds.access_token (or GOOGLE_OAUTH_ACCESS_TOKEN) and "
                                 f"params.project_id when not on a GCE VM; the metadata server failed: {exc}") from None
 

@@ -18,10 +18,11 @@ to its ``K8S_AUTH_*`` variable.
 
 from __future__ import annotations
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 INSTANCE_ANNOTATION = "topograph.run/instance"
@@ -57,7 +58,7 @@ def list_cluster_nodes(params, creds, client=None):
 def discover_dra(params, creds, warn, client=None):
     _check_params(params, {"label"}, "dra")
     label = params.get("label") or GPU_CLIQUE_LABEL
-    k8s_labels.check_label_key(label, "params.label")
+    _labels.check_label_key(label, "params.label")
     topology = Topology()
     listed = list_cluster_nodes(params, creds, client)
     without = []
@@ -77,9 +78,9 @@ def discover_dra(params, creds, warn, client=None):
 
 def discover_node_labels(params, creds, warn, client=None):
     _check_params(params, {"fabric_labels", "accelerator_label", "sub_domain_label"}, "node_labels")
-    keys = k8s_labels.LabelKeys(params.get("fabric_labels"), params.get("accelerator_label"))
-    sub_label = params.get("sub_domain_label") or k8s_labels.SUB_DOMAIN_LABEL
-    k8s_labels.check_label_key(sub_label, "params.sub_domain_label")
+    keys = _labels.LabelKeys(params.get("fabric_labels"), params.get("accelerator_label"))
+    sub_label = params.get("sub_domain_label") or _labels.SUB_DOMAIN_LABEL
+    _labels.check_label_key(sub_label, "params.sub_domain_label")
     topology = Topology()
     listed = list_cluster_nodes(params, creds, client)
     without = []

@@ -18,7 +18,7 @@ params: ``instances`` (the region is optional: the project decides), ``project_i
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries, paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
 
 try:

@@ -26,7 +26,8 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError, require_keys
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import check_keys, http_client, secret
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -51,9 +52,9 @@ def discover(params, creds, warn):
     password = secret(creds, "password", ("NETQ_PASSWORD",), required_by="netq")
     try:
         return _discover(params, username, password, warn)
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         # A server may echo the request; the password never reaches a message.
-        raise TopologyError(str(exc).replace(password, "********")) from None
+        raise type(exc)(str(exc).replace(password, "********")) from None
 
 
 def _url(params, key, required=False):
@@ -172,7 +173,7 @@ def _add_nvlink_domains(topology, params, api_url, basic_auth, warn):
             require_keys(node, ["Name", "DomainUUID"], f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]")
             if node["Name"] and node["DomainUUID"]:
                 domains[str(node["Name"])] = str(node["DomainUUID"])
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         warn(f"NVLink domains from NMX are not available, so the topology has no accelerator domains: {exc}")
         return
     unknown = sorted((name for name in domains if name not in topology.nodes), key=hostlist.natural_key)

@@ -15,7 +15,7 @@ params: ``instances``, ``api_url`` (the Radar URL; required), ``organization`` (
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
 
 NAME = "nscale"

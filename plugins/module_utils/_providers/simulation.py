@@ -13,7 +13,8 @@ Topograph's OCI providers do.
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, normalize_switch_names
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"

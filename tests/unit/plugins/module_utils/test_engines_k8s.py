@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd, slinky
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
 from ...conftest_paths import FIXTURES, MODELS
 
 LONG_ID = "S3very-very-long-id-to-check-label-value-limits-of-63-characters"
-TIER = k8s_labels.FABRIC_PREFIX
+TIER = _labels.FABRIC_PREFIX
 
 
 def sim(model, **params):
@@ -22,12 +24,12 @@ def sim(model, **params):
 
 def test_long_values_hash_exactly_as_topograph():
     assert len(LONG_ID) == 64
-    assert k8s_labels.label_value(LONG_ID) == "xf946c4acef2d5939"
-    assert k8s_labels.label_value(LONG_ID[:63]) == LONG_ID[:63]
+    assert _labels.label_value(LONG_ID) == "xf946c4acef2d5939"
+    assert _labels.label_value(LONG_ID[:63]) == LONG_ID[:63]
 
 
 def test_medium_node_1202_gets_topograph_ci_labels():
-    labels = k8s_labels.desired_labels(sim("medium.yaml"), k8s_labels.LabelKeys())
+    labels = k8s_labels.desired_labels(sim("medium.yaml"), _labels.LabelKeys())
     assert labels["1202"] == {f"{TIER}0": "sw12", f"{TIER}1": "sw21", f"{TIER}2": "sw3",
                               "accelerator.topograph.run/domain": "nvl2"}
     assert len(labels) == 8
@@ -41,22 +43,22 @@ def test_multi_ib_example_node104_and_hashed_switch_id():
     topo.add_switch(LONG_ID, "S1")
     topo.add_node("Node104", "S2", "B1")
     topo.add_node("Node105", LONG_ID)
-    labels = k8s_labels.desired_labels(topo.validate(), k8s_labels.LabelKeys())
+    labels = k8s_labels.desired_labels(topo.validate(), _labels.LabelKeys())
     assert labels["Node104"] == {"accelerator.topograph.run/domain": "B1", f"{TIER}0": "S2", f"{TIER}1": "S1",
                                  f"{TIER}2": "IB2"}
     assert labels["Node105"] == {f"{TIER}0": "xf946c4acef2d5939", f"{TIER}1": "S1", f"{TIER}2": "IB2"}
 
 
 def test_sub_domain_only_with_a_domain():
-    labels = k8s_labels.desired_labels(sim("dual-xclr-regular.yaml"), k8s_labels.LabelKeys())
+    labels = k8s_labels.desired_labels(sim("dual-xclr-regular.yaml"), _labels.LabelKeys())
     assert labels["srv1101"]["accelerator.topograph.run/domain"] == "nvl-1"
     assert labels["srv1101"]["accelerator.topograph.run/sub-domain"] == "rack01"
-    plain = k8s_labels.desired_labels(sim("medium.yaml"), k8s_labels.LabelKeys())
-    assert not any(k8s_labels.SUB_DOMAIN_LABEL in value for value in plain.values())
+    plain = k8s_labels.desired_labels(sim("medium.yaml"), _labels.LabelKeys())
+    assert not any(_labels.SUB_DOMAIN_LABEL in value for value in plain.values())
 
 
 def test_configured_keys_replace_tiers_by_index_and_the_domain_key():
-    keys = k8s_labels.LabelKeys(["example.com/leaf", "example.com/spine"], "example.com/nvlink")
+    keys = _labels.LabelKeys(["example.com/leaf", "example.com/spine"], "example.com/nvlink")
     labels = k8s_labels.desired_labels(sim("medium.yaml"), keys)
     assert labels["1202"] == {"example.com/leaf": "sw12", "example.com/spine": "sw21", "example.com/nvlink": "nvl2"}
     # Topograph's default keys stay managed, so switching keys cleans the old ones up.
@@ -75,7 +77,7 @@ def test_configured_keys_replace_tiers_by_index_and_the_domain_key():
 ])
 def test_invalid_or_duplicate_keys_are_rejected(fabric, accelerator, message):
     with pytest.raises(TopologyError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        k8s_labels.LabelKeys(fabric, accelerator)
+        _labels.LabelKeys(fabric, accelerator)
 
 
 def test_values_that_are_not_label_values_fail_before_anything_and_name_the_nodes():
@@ -84,7 +86,7 @@ def test_values_that_are_not_label_values_fail_before_anything_and_name_the_node
     topo.add_node("n1", "leaf 1", "rack/1")
     topo.add_node("n2", "leaf 1")
     with pytest.raises(TopologyError) as info:
-        k8s_labels.desired_labels(topo.validate(), k8s_labels.LabelKeys())
+        k8s_labels.desired_labels(topo.validate(), _labels.LabelKeys())
     assert "fabric.topograph.run/tier-0='leaf 1' on n[1-2]" in str(info.value)
     assert "accelerator.topograph.run/domain='rack/1' on n1" in str(info.value)
 
@@ -94,13 +96,13 @@ def test_nodes_without_switch_get_no_tier_unless_asked():
     topo.add_switch("leaf")
     topo.add_node("gpu1", "leaf")
     topo.add_node("cpu1")
-    keys = k8s_labels.LabelKeys()
+    keys = _labels.LabelKeys()
     assert k8s_labels.desired_labels(topo.validate(), keys)["cpu1"] == {}
     assert k8s_labels.desired_labels(topo, keys, "no-topology")["cpu1"] == {f"{TIER}0": "no-topology"}
 
 
 def test_label_changes_set_changed_remove_stale_and_leave_the_rest():
-    keys = k8s_labels.LabelKeys()
+    keys = _labels.LabelKeys()
     current = {"kubernetes.io/hostname": "n1", f"{TIER}0": "old", f"{TIER}3": "stale", "team": "a",
                "accelerator.topograph.run/domain": "rack1"}
     desired = {f"{TIER}0": "leaf1", "accelerator.topograph.run/domain": "rack1"}
@@ -124,7 +126,7 @@ def test_nfd_object_names_match_topograph_examples():
 
 
 def test_nfd_objects_for_medium():
-    labels = k8s_labels.desired_labels(sim("medium.yaml"), k8s_labels.LabelKeys())
+    labels = k8s_labels.desired_labels(sim("medium.yaml"), _labels.LabelKeys())
     features, groups = nfd.build_objects(labels, "nfd")
     assert len(features) == 8
     # 4 leaves + 2 spines + 1 core + 4 domains
@@ -168,7 +170,7 @@ def test_nfd_objects_for_medium():
 
 
 def test_nfd_sub_domain_attribute_and_invalid_node_names():
-    labels = k8s_labels.desired_labels(sim("dual-xclr-regular.yaml"), k8s_labels.LabelKeys())
+    labels = k8s_labels.desired_labels(sim("dual-xclr-regular.yaml"), _labels.LabelKeys())
     features, groups = nfd.build_objects(labels, "nfd")
     elements = features[0]["spec"]["features"]["attributes"]["topograph.network"]["elements"]
     assert elements["accelerator-sub-domain"] == "rack01" and elements["accelerator-domain"] == "nvl-1"

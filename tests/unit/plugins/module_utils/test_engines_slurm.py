@@ -12,9 +12,11 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
 from ...conftest_paths import FIXTURES, GOLDEN, MODELS
@@ -352,16 +354,16 @@ def test_yaml_scalars_stay_plain_when_safe(value):
 
 def test_nodes_in_file_reads_both_formats_with_headers():
     conf = "# header\nBlockName=r1 Nodes=n[1-3]\nBlockName=r2\nBlockSizes=3\n"
-    assert slurm.nodes_in_file(conf) == {"n1", "n2", "n3"}
+    assert shrink_guard.nodes_in_file(conf) == {"n1", "n2", "n3"}
     headed_yaml = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]()
-    assert len(slurm.nodes_in_file(headed_yaml)) == 72
+    assert len(shrink_guard.nodes_in_file(headed_yaml)) == 72
 
 
 def test_nodes_in_file_without_pyyaml_reads_our_yaml_by_line(monkeypatch):
     from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 
     text = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]() + GOLDEN_CASES["topograph-medium.topology.yaml"]()
-    with_yaml = slurm.nodes_in_file(text)
+    with_yaml = shrink_guard.nodes_in_file(text)
     monkeypatch.setattr(_yaml, "HAS_YAML", False)
-    assert slurm.nodes_in_file(text) == with_yaml
+    assert shrink_guard.nodes_in_file(text) == with_yaml
     assert "1101" in with_yaml and len(with_yaml) == 72 + 6

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 
 def test_options_win_over_k8s_auth_variables_and_both_variable_spellings_work():

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import COMPACT_FORMAT, Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import COMPACT_FORMAT, Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 
 def small():

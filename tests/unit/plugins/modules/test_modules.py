@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_topology as job
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_graph, topology_info
 
 from ...conftest_paths import MODELS
@@ -95,7 +96,7 @@ def test_shrink_guard_refuses_then_force_accepts(run, tmp_path):
 def test_empty_result_never_replaces_a_good_file():
     good = "BlockName=r1 Nodes=n[1-4]\nBlockSizes=4\n"
     with pytest.raises(TopologyError, match="places 4 nodes with one that places none"):
-        job.check_shrink(good, "- topology: admin\n  cluster_default: true\n  flat: true\n", 10, True)
+        shrink_guard.check_shrink(good, "- topology: admin\n  cluster_default: true\n  flat: true\n", 10, True)
 
 
 def test_bad_input_fails_with_the_field_and_writes_nothing(run, tmp_path):

@@ -1,6 +1,9 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the slurm_topology module does, without Ansible: options -> file content -> guarded write."""
+"""Slurm files from the rendering options of slurm_topology and slinky_topology: options -> file content.
+
+Pure, like every engine: partitions are resolved through a callable the caller provides.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +11,10 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
-# The rendering options of slurm_topology, shared with slinky_topology.
-RENDER_ARG_SPEC = {
-    "plugin": {"type": "str", "choices": ["topology/tree", "topology/block"]},
-    "block_sizes": {"type": "list", "elements": "int"},
-    "topologies": {"type": "dict"},
-    "domain_order": {"type": "list", "elements": "str"},
-    "block_naming": {"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
-    "block_name_pattern": {"type": "dict", "options": {
-        "regexp": {"type": "str", "required": True},
-        "format": {"type": "str", "required": True},
-    }},
-    "no_topology_switch": {"type": "str", "default": "no-topology"},
-}
 
 
 def build_specs(topologies, resolve_partition):
@@ -103,34 +93,3 @@ def render(topology, params, resolve_partition, warn, skeleton=False):
 
 def with_header(content, header):
     return f"{header}\n{content}" if header else content
-
-
-def check_shrink(current, content, max_node_loss, force):
-    """Refuse a new file that loses too many of the nodes the current one holds.
-
-    Returns a warning or None; raises TopologyError when the write must not happen.
-    """
-    if current is None or current == content:
-        return None  # nothing to lose: the common case of a scheduled run with no change
-    try:
-        before = slurm.nodes_in_file(current)
-    except (TopologyError, hostlist.HostlistError) as exc:
-        return f"the shrink guard could not read the current file ({exc}); it was not applied"
-    if not before:
-        return None
-    after = slurm.nodes_in_file(content)
-    if not after:
-        raise TopologyError(
-            f"refusing to replace a file that places {len(before)} nodes with one that places none "
-            "(an empty discovery never overwrites a good file; remove the file first if this is intended)"
-        )
-    lost = before - after
-    share = 100.0 * len(lost) / len(before)
-    if share > max_node_loss:
-        if not force:
-            raise TopologyError(
-                f"refusing to drop {len(lost)} of {len(before)} nodes ({share:.1f}% > max_node_loss "
-                f"{max_node_loss:g}%): {hostlist.compress(lost)}; set force: true to accept"
-            )
-        return f"force: dropping {len(lost)} of {len(before)} nodes: {hostlist.compress(lost)}"
-    return None

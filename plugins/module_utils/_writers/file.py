@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError
 
-class FileWriteError(RuntimeError):
-    pass
+
+class FileWriteError(LocalFileError):
+    """The destination could not be read, validated or replaced; it is left as it was."""
 
 
 def read_text(path):

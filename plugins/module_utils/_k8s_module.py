@@ -1,0 +1,27 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the Kubernetes modules share: their argument spec and the connection they write through."""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._common import provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import WriteOptions
+
+
+def argument_spec(**options):
+    """provider/model, the connection options (doc fragment k8s_auth), the write options (k8s_auth.WRITES)."""
+    spec = provider_arg_spec(model=True)
+    spec.update(_k8s.AUTH_ARG_SPEC)
+    spec.update(_k8s.WRITE_ARG_SPEC)
+    spec.update(options)
+    return spec
+
+
+def connect(module, field_manager=_k8s.FIELD_MANAGER):
+    """(client, write options) from a module's connection and write options."""
+    params = module.params
+    client = _k8s.K8sClient.from_auth(_k8s.auth_params(params), concurrency=params["concurrency"],
+                                      timeout=params["request_timeout"])
+    return client, WriteOptions(module.check_mode, params["concurrency"], params["conflict_retries"],
+                                field_manager=field_manager)

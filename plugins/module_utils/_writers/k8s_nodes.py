@@ -1,0 +1,141 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node labels and annotations: one JSON merge patch per changed node.
+
+Each patch carries the listed ``resourceVersion`` as a precondition; on HTTP 409 the node is read
+again and the patch recomputed from its fresh state. Bounded concurrency.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import label_changes
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH, PartialWrite
+
+
+class ListedNode:
+    __slots__ = ("name", "labels", "annotations", "resource_version")
+
+    def __init__(self, item):
+        metadata = item.get("metadata") or {}
+        self.name = metadata["name"]
+        self.labels = metadata.get("labels") or {}
+        self.annotations = metadata.get("annotations") or {}
+        self.resource_version = metadata.get("resourceVersion")
+
+    def field(self, name):
+        return self.labels if name == "labels" else self.annotations
+
+
+def list_nodes(client, label_selector=None):
+    """Node name -> ListedNode, from one paged list."""
+    return {node.name: node for node in map(ListedNode, client.list(_k8s.node_path(), label_selector))}
+
+
+class NodeChange:
+    __slots__ = ("name", "desired", "before", "after", "written")
+
+    def __init__(self, name, desired, before):
+        self.name = name
+        self.desired = desired   # managed keys the node should have
+        self.before = before     # managed keys it has
+        self.after = None        # managed keys the API server returned after the (dry-run) patch
+        self.written = False
+
+
+def plan_node_changes(nodes, desired, keys, field="labels"):
+    """NodeChanges for listed nodes whose managed ``field`` entries differ from ``desired``.
+
+    ``desired`` maps node name -> managed entries; a listed node missing from it is not touched.
+    """
+    changes = []
+    for name in sorted(desired):
+        node = nodes.get(name)
+        if node is None:
+            continue
+        current = node.field(field)
+        if label_changes(current, desired[name], keys):
+            changes.append(NodeChange(name, desired[name], keys.managed(current)))
+    return changes
+
+
+def patch_nodes(client, changes, nodes, keys, options, field="labels"):
+    """Send the planned patches; returns (changes actually written or dry-run, first error)."""
+
+    def patch_one(change):
+        state = {"node": nodes[change.name]}
+
+        def attempt():
+            node = state["node"]
+            patch = label_changes(node.field(field), change.desired, keys)
+            if not patch:
+                change.after = keys.managed(node.field(field))
+                return change
+            body = {"metadata": {field: patch, "resourceVersion": node.resource_version}}
+            try:
+                result = client.request("PATCH", _k8s.node_path(change.name), options.query(), body, MERGE_PATCH)
+            except _k8s.K8sError as exc:
+                if exc.status == 409:
+                    state["node"] = ListedNode(client.request("GET", _k8s.node_path(change.name)))
+                    change.before = keys.managed(state["node"].field(field))
+                elif exc.status == 404:
+                    raise _k8s.K8sError(f"node {change.name} was deleted while its {field} were being updated",
+                                        404) from None
+                raise
+            change.after = keys.managed((result.get("metadata") or {}).get(field) or {})
+            change.written = True
+            return change
+
+        return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)
+
+    results, error = _k8s.run_bounded(patch_one, changes, options.concurrency)
+    return [change for change in results if change is not None and change.written], error
+
+
+def node_diff(changes):
+    """Diff-mode data: before/after managed entries of every written node (after = the server's answer)."""
+    return {
+        "before": {change.name: dict(sorted(change.before.items())) for change in changes},
+        "after": {change.name: dict(sorted(change.after.items())) for change in changes},
+    }
+
+
+def reconcile_node_labels(client, topology, keys, options, node_selector=None, no_topology_value=None,
+                          clean_absent_nodes=True, warn=None, diff=False):
+    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff)."""
+    warn = warn or (lambda message: None)
+    desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
+    nodes = list_nodes(client, _k8s.selector_string(node_selector))
+    missing = [name for name in desired if name not in nodes]
+    if missing:
+        warn(f"{len(missing)} nodes of the topology are not in the cluster"
+             + (" or do not match node_selector" if node_selector else "") + f": {hostlist.compress(missing)}")
+    in_topology = len(desired) - len(missing)
+    absent = [name for name in nodes if name not in desired]
+    if clean_absent_nodes:
+        labelled = [name for name in absent if keys.managed(nodes[name].labels)]
+        if labelled and in_topology == 0:
+            raise TopologyError(f"none of the {len(nodes)} listed nodes is in the topology; refusing to remove the "
+                                f"topology labels of {len(labelled)} nodes (wrong cluster, node_selector or topology?)")
+        desired.update({name: {} for name in labelled})
+    changes = plan_node_changes(nodes, desired, keys)
+    written, error = patch_nodes(client, changes, nodes, keys, options)
+    cleaned = sum(1 for change in written if change.name not in topology.nodes)
+    result = {
+        "changed": bool(written),
+        "changed_nodes": [change.name for change in written],
+        "changes": {change.name: change.after for change in written},
+        "summary": {
+            "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(written),
+            "nodes_cleaned": cleaned, "nodes_missing": len(missing),
+        },
+    }
+    if diff:
+        result["diff"] = node_diff(written)
+    if error is not None:
+        raise PartialWrite(f"{error} ({len(written)} nodes were already patched: "
+                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
+    return result

@@ -1,0 +1,111 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The shrink guard: a new Slurm topology file never silently drops the nodes the current one places.
+
+It reads the node sets of both files (topology.conf or topology.yaml, the latter even without
+PyYAML, as on minimal controllers) and refuses a change that loses too many.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+
+
+def check_shrink(current, content, max_node_loss, force):
+    """Refuse a new file that loses too many of the nodes the current one holds.
+
+    Returns a warning or None; raises TopologyError when the write must not happen.
+    """
+    if current is None or current == content:
+        return None  # nothing to lose: the common case of a scheduled run with no change
+    try:
+        before = nodes_in_file(current)
+    except (TopologyError, hostlist.HostlistError) as exc:
+        return f"the shrink guard could not read the current file ({exc}); it was not applied"
+    if not before:
+        return None
+    after = nodes_in_file(content)
+    if not after:
+        raise TopologyError(
+            f"refusing to replace a file that places {len(before)} nodes with one that places none "
+            "(an empty discovery never overwrites a good file; remove the file first if this is intended)"
+        )
+    lost = before - after
+    share = 100.0 * len(lost) / len(before)
+    if share > max_node_loss:
+        if not force:
+            raise TopologyError(
+                f"refusing to drop {len(lost)} of {len(before)} nodes ({share:.1f}% > max_node_loss "
+                f"{max_node_loss:g}%): {hostlist.compress(lost)}; set force: true to accept"
+            )
+        return f"force: dropping {len(lost)} of {len(before)} nodes: {hostlist.compress(lost)}"
+    return None
+
+
+_CONF_NODES = re.compile(r"(?i)\bNodes=(\S+)")
+_CONF_LINE = re.compile(r"(?i)^\s*(SwitchName|BlockName|BlockSizes)\s*=")
+
+
+def _is_topology_conf(text):
+    """topology.conf records are Key=Value lines; anything else is taken for topology.yaml."""
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return bool(_CONF_LINE.match(line))
+    return True
+
+
+_YAML_NODES = re.compile(r"^\s*(?:-\s+)?nodes:\s*(.+?)\s*$")
+
+
+def _yaml_nodes_by_line(text):
+    """``nodes:`` values of a block-style topology.yaml, for hosts without PyYAML (minimal controllers)."""
+    names = set()
+    for line in text.splitlines():
+        match = _YAML_NODES.match(line.split(" #", 1)[0])
+        if match:
+            value = match.group(1)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            names.update(hostlist.expand(value))
+    return names
+
+
+def nodes_in_file(text):
+    """Node names that a topology.conf or topology.yaml text places, for the shrink guard."""
+    if _is_topology_conf(text):
+        return _conf_nodes(text)
+    if not _yaml.HAS_YAML:
+        return _yaml_nodes_by_line(text)
+    return _yaml_nodes(text)
+
+
+def _conf_nodes(text):
+    names = set()
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for match in _CONF_NODES.finditer(line):
+            names.update(hostlist.expand(match.group(1)))
+    return names
+
+
+def _yaml_nodes(text):
+    try:
+        entries = _yaml.safe_load(text) or []
+    except _yaml.YAMLError as exc:
+        raise TopologyError(f"the existing topology.yaml is not valid YAML: {exc}") from None
+    if isinstance(entries, dict):
+        entries = [entries]
+    names = set()
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        for section, items in (("tree", "switches"), ("block", "blocks")):
+            for item in (entry.get(section) or {}).get(items) or []:
+                if isinstance(item, dict) and item.get("nodes"):
+                    names.update(hostlist.expand(str(item["nodes"])))
+    return names
