@@ -96,7 +96,7 @@ def main():
         topology = load_topology(module)
         client, options = _k8s_module.connect(module)
         result = k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
-                                         no_topology_value=params["no_topology_value"], diff=module._diff)
+                                           no_topology_value=params["no_topology_value"], diff=module._diff)
     except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

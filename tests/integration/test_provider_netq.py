@@ -306,7 +306,7 @@ def tls_server(tmp_path, fake_http):
 
 def test_tls_is_verified_by_default_and_ca_bundle_makes_it_pass(tls_server):
     with pytest.raises(RemoteAPIError, match=r"POST https://127.0.0.1:\d+/api/netq/auth/v1/login: TLS verification failed"
-                                            r".*set ca_bundle"):
+                                             r".*set ca_bundle"):
         run(tls_server)
     assert tls_server.requests == []  # the handshake failed before any request was made
     topology, warnings = run(tls_server, ca_bundle=tls_server.ca_bundle)

@@ -21,6 +21,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._labels import 
     label_value,
 )
 
+
 def desired_labels(topology, keys, no_topology_value=None):
     """Node name -> {managed key: value} for every node of the model.
 

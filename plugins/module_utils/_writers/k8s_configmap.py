@@ -106,7 +106,7 @@ def reconcile_slinky(client, topology, params, options, warn=None, diff=False):
     def guard(before, after):
         if before is not None and not skeleton:
             message = shrink_guard.check_shrink(before, after, params.get("max_node_loss", 10.0),
-                                                   params.get("force", False))
+                                                params.get("force", False))
             if message:
                 warn(message)
 
