@@ -1,0 +1,64 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the segment_capacity module does, without Ansible: options + node states -> the analysis."""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+ARG_SPEC = {
+    "block_sizes": {"type": "list", "elements": "int"},
+    "domain_order": {"type": "list", "elements": "str"},
+    "node_states": {"type": "dict"},
+    "scontrol_path": {"type": "str", "default": "scontrol"},
+    "segment_sizes": {"type": "list", "elements": "int"},
+    "unavailability_rates": {"type": "list", "elements": "float", "default": list(capacity.DEFAULT_RATES)},
+    "min_share": {"type": "float", "default": capacity.DEFAULT_MIN_SHARE},
+}
+
+
+def analyse(topology, params, read_scontrol_json, warn):
+    """The module's result. ``read_scontrol_json()`` returns the text of ``scontrol show nodes --json``."""
+    options = slurm.BlockOptions(params.get("block_sizes"), params.get("domain_order"))
+    blocks, sizes = slurm.plan_blocks(topology, options, warn=warn)
+    block_nodes = {node for block in blocks for node in block.nodes}
+    if params.get("node_states") is not None:
+        states = capacity.states_from_option(params["node_states"], topology.nodes)
+        source = "node_states"
+    else:
+        states = capacity.states_from_scontrol_json(read_scontrol_json())
+        missing = sorted(block_nodes - set(states), key=hostlist.natural_key)
+        if missing:
+            warn(f"{len(missing)} nodes of the topology are unknown to Slurm and counted as down: "
+                 f"{hostlist.compress(missing)}")
+            states.update({node: "down" for node in missing})
+        source = "scontrol"
+    result = capacity.analyse(blocks, sizes, states, params.get("segment_sizes"),
+                              params.get("unavailability_rates") or capacity.DEFAULT_RATES,
+                              params.get("min_share", capacity.DEFAULT_MIN_SHARE))
+    result["state_source"] = source
+    result["fabric"] = fabric(topology, blocks)
+    return result
+
+
+def fabric(topology, blocks):
+    """The switches above the blocks (id, name, parent) and each block's switch, for the report's tree."""
+    block_switch = {}
+    for block in blocks:
+        votes = {}
+        for node in block.nodes:
+            switch = topology.nodes[node].switch
+            if switch is not None:
+                votes[switch] = votes.get(switch, 0) + 1
+        block_switch[block.name] = max(sorted(votes), key=votes.get) if votes else None
+    used = set()
+    for switch in block_switch.values():
+        while switch is not None and switch not in used:
+            used.add(switch)
+            switch = topology.switches[switch].parent
+    switches = [{"id": sid, "name": topology.switches[sid].name or sid, "parent": topology.switches[sid].parent}
+                for sid in sorted(used, key=hostlist.natural_key)]
+    return {"switches": switches, "block_switch": block_switch}
+
