@@ -19,6 +19,8 @@ STATES = ("idle", "allocated", "drained", "down")
 MAX_BLOCK_LEVELS = 16
 DEFAULT_RATES = tuple(round(step * 0.005, 3) for step in range(21))  # 0 % .. 10 %
 DEFAULT_MIN_SHARE = 0.9
+# Base-block steps spent re-running a stalled pass (see feasible_ranges); bounds the time per run.
+RETRY_BUDGET = 20_000_000
 
 # Slurm node state words (scontrol/sinfo names, lower case) -> what they mean for scheduling.
 # "base" states come first in Slurm's output; the others are flags added to them.
@@ -139,67 +141,184 @@ def _group_sums(counts, width):
     return [sum(counts[i:i + width]) for i in range(0, len(counts), width)]
 
 
-def feasible_ranges(counts, ladder):
+def feasible_ranges(counts, ladder, node_order=None, unresolved=None, retry_budget=RETRY_BUDGET):
     """[[from, to], ...]: the node counts N for which ``sbatch -N N`` (no --segment) is placed.
 
     ``counts`` are the usable nodes per base block, in file order (placeholders as 0).
     Mirrors eval_nodes_block(): the job must fit in one aggregated block of the first enforced
     level that holds ceil(N / B) base blocks (the whole topology above the top level), using at
     most ceil(N / lower-level size) blocks of the enforced level below; see docs/segment-capacity.md.
+    A first pass that stalls is retried as common_topo_choose_nodes() does, with the usable node
+    of lowest index in ``node_order`` (per block, Slurm's node table indices; default: block order)
+    removed from the failed attempt each time. N whose retries exceed ``retry_budget`` steps are
+    left out and appended to ``unresolved``.
     """
     total = sum(counts)
     base = ladder.base
     feasible = []
     level = 0
+    budget = [retry_budget]
     while total and (level == 0 or (base << (level - 1)) < total):
         low, high = (1, base) if level == 0 else ((base << (level - 1)) + 1, base << level)
         high = min(high, total)
-        feasible += _feasible_at_level(counts, ladder, level, low, high)
+        stalled = []
+        feasible += _feasible_at_level(counts, ladder, level, low, high, stalled)
+        for nodes in stalled:
+            placed = _place_with_retries(counts, ladder, nodes, node_order, budget)
+            if placed:
+                feasible.append([nodes, nodes])
+            elif placed is None and unresolved is not None:
+                unresolved.append(nodes)
         level += 1
     return _merge(feasible)
 
 
-def _feasible_at_level(counts, ladder, raw, low, high):
-    base, block_count = ladder.base, ladder.block_count
+def _shape(ladder, raw):
+    """(bblock_per_block, bblock_per_llblock) for a job of raw level ceil(log2(ceil(N / B)))."""
     level = ladder.enforced_at_or_above(raw) if raw < MAX_BLOCK_LEVELS else None
     lower = 0 if raw == 0 else ladder.enforced_at_or_below(raw - 1)
-    per_block = block_count if level is None else 1 << level        # bblock_per_block
-    per_lower = 1 << lower                                           # bblock_per_llblock
-    lower_size = per_lower * base                                    # llblock_size
-    block_totals = _group_sums(counts, per_block)
-    lower_sums = _group_sums(counts, per_lower)
-    # Integer division as in Slurm: above the top level a trailing partial lower block is not counted.
-    lower_per_block = per_block // per_lower
-    prefix_max = None
+    return (ladder.block_count if level is None else 1 << level), 1 << lower
+
+
+def _feasible_at_level(counts, ladder, raw, low, high, stalled):
+    per_block, per_lower = _shape(ladder, raw)
+    lower_size = per_lower * ladder.base                             # llblock_size
     ranges = []
+    blocks = None
     for k in range(-(-low // lower_size), -(-high // lower_size) + 1):   # k = max_llblock
         sub_low, sub_high = max(low, (k - 1) * lower_size + 1), min(high, k * lower_size)
         if sub_low > sub_high:
             continue
         if per_block == per_lower * k:
-            most = max(block_totals)
-        else:
-            if prefix_max is None:
-                prefix_max = _best_prefix_sums(lower_sums, lower_per_block)
-            most = prefix_max[min(k, len(prefix_max) - 1)]
-        if most >= sub_low:
-            ranges.append([sub_low, min(sub_high, most)])
+            # No lower-level limit: the largest aggregated block decides; empty base blocks are taken last.
+            most = max(_group_sums(counts, per_block))
+            if most >= sub_low:
+                ranges.append([sub_low, min(sub_high, most)])
+            continue
+        if blocks is None:
+            blocks = _limited_blocks(counts, per_block, per_lower)
+        ranges += _limited(blocks, k, sub_low, sub_high, stalled)
     return ranges
 
 
-def _best_prefix_sums(lower_sums, lower_per_block):
-    """best[k] = max over aggregated blocks of the sum of its k fullest lower-level blocks."""
-    best = [0] * (lower_per_block + 1)
-    for offset in range(0, max(len(lower_sums), 1), max(lower_per_block, 1)):
-        group = sorted(lower_sums[offset:offset + lower_per_block], reverse=True)
-        running = 0
-        for k, value in enumerate(group, start=1):
-            running += value
-            if running > best[k]:
-                best[k] = running
-    for k in range(1, len(best)):  # fewer blocks than k: the whole group counts
-        best[k] = max(best[k], best[k - 1])
-    return best
+class _Aggregated:
+    """One aggregated block as the lower-level-limited pass of eval_nodes_block() sees it."""
+
+    __slots__ = ("index", "total", "candidate", "greedy", "stall")
+
+    def __init__(self, index, members, per_block, per_lower):
+        self.index, self.total = index, sum(members)
+        lower = [(sum(group), i, per_lower > 1 and min(group) == 0, max(group))
+                 for i, group in ((i, members[i:i + per_lower]) for i in range(0, len(members), per_lower))]
+        # The candidate test sums the k fullest of the first per_block // per_lower lower blocks
+        # (integer division as in Slurm: above the top level a trailing partial one is not counted).
+        self.candidate = _prefix(sorted((item[0] for item in lower[:per_block // per_lower]), reverse=True))
+        # The greedy pass opens lower blocks fullest first, at most k; inside one it takes an empty base
+        # block last, and taking it while nodes are still missing stalls the pass.
+        ordered = sorted(lower, key=_opening_order)
+        self.greedy = _prefix(item[0] for item in ordered)
+        self.stall = next((position for position, item in enumerate(ordered, start=1) if item[2]), len(ordered))
+
+    def avail(self, k):
+        return self.candidate[min(k, len(self.candidate) - 1)]
+
+    def cap(self, k):
+        return self.greedy[min(k, self.stall, len(self.greedy) - 1)]
+
+
+def _opening_order(item):
+    """_choose_best_bblock() among lower blocks that cannot hold the rest: the fullest; on a tie the one
+    with the fullest base block; on a tie again the later one. ``item`` = (count, offset, _, fullest)."""
+    return -item[0], -item[3], -item[1]
+
+
+def _prefix(values):
+    sums = [0]
+    for value in values:
+        sums.append(sums[-1] + value)
+    return sums
+
+
+def _limited_blocks(counts, per_block, per_lower):
+    return [_Aggregated(index, counts[start:start + per_block], per_block, per_lower)
+            for index, start in enumerate(range(0, len(counts), per_block))]
+
+
+def _limited(blocks, k, low, high, stalled):
+    """Feasible N in [low, high] when a job may use at most k lower-level blocks of one aggregated block.
+
+    N that a block passes the candidate test for but whose first pass stalls go to ``stalled``.
+    """
+    ordered = sorted(blocks, key=lambda block: -block.avail(k))
+    ranges, chosen = [], None
+    for position, block in enumerate(ordered):
+        # Among the candidates (avail >= N) Slurm takes the one with the fewest nodes, the last on ties.
+        if chosen is None or (block.total, -block.index) < (chosen.total, -chosen.index):
+            chosen = block
+        floor = ordered[position + 1].avail(k) if position + 1 < len(ordered) else 0
+        top, bottom = min(high, block.avail(k)), max(low, floor + 1)
+        if top >= bottom:
+            cap = chosen.cap(k)
+            if cap >= bottom:
+                ranges.append([bottom, min(top, cap)])
+            stalled.extend(range(max(bottom, cap + 1), top + 1))
+    return ranges
+
+
+def _first_pass(counts, per_block, per_lower, k, nodes):
+    """('placed' | 'no_fit' | 'stalled', base blocks taken) for one N, at node-count level."""
+    chosen = None
+    for index, start in enumerate(range(0, len(counts), per_block)):
+        members = counts[start:start + per_block]
+        lower = _group_sums(members, per_lower)
+        if sum(sorted(lower[:per_block // per_lower], reverse=True)[:k]) >= nodes and \
+                (chosen is None or sum(members) <= chosen[1]):
+            chosen = (start, sum(members))
+    if chosen is None:
+        return "no_fit", []
+    start = chosen[0]
+    members = counts[start:start + per_block]
+    groups = sorted(((sum(members[i:i + per_lower]), i, None, max(members[i:i + per_lower]))
+                     for i in range(0, len(members), per_lower)), key=_opening_order)
+    remaining, taken = nodes, []
+    for position, (count, offset, _unused, _fullest) in enumerate(groups):
+        if position >= k:
+            break
+        if count >= remaining:
+            return "placed", taken
+        group = members[offset:offset + per_lower]
+        taken += [start + offset + i for i, c in enumerate(group) if c]
+        remaining -= count
+        if per_lower > 1 and min(group) == 0:
+            return "stalled", taken
+    return "stalled", taken
+
+
+def _place_with_retries(counts, ladder, nodes, node_order, budget):
+    """True/False: placed after common_topo_choose_nodes()'s retries; None when the budget ran out."""
+    per_block, per_lower = _shape(ladder, (-(-nodes // ladder.base) - 1).bit_length())
+    k = -(-nodes // (per_lower * ladder.base))
+    counts = list(counts)
+    if node_order is None:
+        offsets = _prefix(counts)
+        order = [list(range(offsets[i], offsets[i + 1])) for i in range(len(counts))]
+    else:
+        order = [sorted(indices) for indices in node_order]
+    heads = [0] * len(counts)
+    available = sum(counts)
+    while True:
+        budget[0] -= len(counts)
+        if budget[0] < 0:
+            return None
+        outcome, taken = _first_pass(counts, per_block, per_lower, k, nodes)
+        if outcome != "stalled":
+            return outcome == "placed"
+        if available <= nodes or not taken:
+            return False
+        victim = min(taken, key=lambda block: order[block][heads[block]])
+        heads[victim] += 1
+        counts[victim] -= 1
+        available -= 1
 
 
 def _merge(ranges):
