@@ -26,9 +26,10 @@ def analyse(topology, params, read_scontrol_json, warn):
     block_nodes = {node for block in blocks for node in block.nodes}
     if params.get("node_states") is not None:
         states = capacity.states_from_option(params["node_states"], topology.nodes)
-        source = "node_states"
+        source, node_index = "node_states", None
     else:
         states = capacity.states_from_scontrol_json(read_scontrol_json())
+        node_index = {node: index for index, node in enumerate(states)}  # Slurm lists its node table in order
         missing = sorted(block_nodes - set(states), key=hostlist.natural_key)
         if missing:
             warn(f"{len(missing)} nodes of the topology are unknown to Slurm and counted as down: "
@@ -37,7 +38,7 @@ def analyse(topology, params, read_scontrol_json, warn):
         source = "scontrol"
     result = capacity.analyse(blocks, sizes, states, params.get("segment_sizes"),
                               params.get("unavailability_rates") or capacity.DEFAULT_RATES,
-                              params.get("min_share", capacity.DEFAULT_MIN_SHARE))
+                              params.get("min_share", capacity.DEFAULT_MIN_SHARE), node_index, warn)
     result["state_source"] = source
     result["fabric"] = fabric(topology, blocks)
     return result

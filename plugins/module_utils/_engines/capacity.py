@@ -378,10 +378,12 @@ def expected_fractions(rack_sizes, segment_sizes, rates):
 
 # -- the whole analysis --------------------------------------------------------------------------
 
-def analyse(blocks, block_sizes, states, segment_sizes=None, rates=DEFAULT_RATES, min_share=DEFAULT_MIN_SHARE):
+def analyse(blocks, block_sizes, states, segment_sizes=None, rates=DEFAULT_RATES, min_share=DEFAULT_MIN_SHARE,
+            node_index=None, warn=None):
     """The module's result (blocks, segments, expected, advice, unsegmented_feasible) as a dict.
 
-    ``blocks`` come from slurm.plan_blocks; ``states`` maps node -> category (unlisted: idle).
+    ``blocks`` come from slurm.plan_blocks; ``states`` maps node -> category (unlisted: idle);
+    ``node_index`` maps node -> its index in Slurm's node table (default: natural name order).
     """
     base = block_sizes[0]
     segment_sizes = check_segment_sizes(segment_sizes, base)
@@ -427,6 +429,18 @@ def analyse(blocks, block_sizes, states, segment_sizes=None, rates=DEFAULT_RATES
                       "at_observed": round(values[-1], 6)} for size, values in expected.items()]
     keep = [row["size"] for row in expected_rows if row["at_observed"] >= min_share]
     ladder = Ladder(block_sizes, len(blocks))
+    if node_index is None:
+        ordered = sorted((node for block in blocks for node in block.nodes), key=hostlist.natural_key)
+        node_index = {node: index for index, node in enumerate(ordered)}
+    feasible = {}
+    for name, usable in (("now", ("idle",)), ("available", ("idle", "allocated"))):
+        order = [[node_index.get(node, 0) for node in block.nodes if states.get(node, "idle") in usable]
+                 for block in blocks]
+        unresolved = []
+        feasible[name] = feasible_ranges([len(indices) for indices in order], ladder, order, unresolved)
+        if unresolved and warn is not None:
+            warn(f"{len(unresolved)} job sizes need more retries of Slurm's placement than this run computes "
+                 f"and are reported as refused ({name}): {_ranges_text(unresolved)}")
     return {
         "block_sizes": list(block_sizes),
         "summary": {"nodes": total, "idle": sum(idle_counts), "available": sum(available_counts),
@@ -436,8 +450,8 @@ def analyse(blocks, block_sizes, states, segment_sizes=None, rates=DEFAULT_RATES
         "segments": segments,
         "expected": {"rates": all_rates, "observed_rate": round(observed, 6), "sizes": expected_rows},
         "advice": _advice(keep, min_share, observed),
-        "unsegmented_feasible": feasible_ranges(idle_counts, ladder),
-        "unsegmented_feasible_available": feasible_ranges(available_counts, ladder),
+        "unsegmented_feasible": feasible["now"],
+        "unsegmented_feasible_available": feasible["available"],
     }
 
 
