@@ -20,10 +20,11 @@ REQUIREMENTS := tests/requirements.txt requirements.txt
 COLLECTIONS := $(ROOT)/.collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/aifactory/topology
 OUTPUT := $(ROOT)/tests/output
-# Debian packages the Slurm test bed (debootstrap, lua5.4) and the shellcheck sanity test need.
+# Debian packages the Slurm test bed (debootstrap, lua5.4), the shellcheck sanity test and the
+# segment report's browser test (chromium, headless) need.
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
-APT_PACKAGES := debootstrap lua5.1 shellcheck
+APT_PACKAGES := debootstrap lua5.1 shellcheck chromium
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7

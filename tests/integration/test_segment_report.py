@@ -1,0 +1,80 @@
+"""The segment capacity report: playbooks/segment_report.yml on inventories/example, then a real browser.
+
+The page is loaded by Debian's chromium in headless mode: a screenshot must be taken, the DOM must
+hold the advice, the tables and the three pictures, and chromium's console log must show no error.
+A page with a deliberate script error proves the console check would catch one.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ansible_run import REPO, recap, run_playbook  # noqa: E402
+
+CHROMIUM = shutil.which("chromium")
+CONSOLE_PROBLEM = re.compile(r"CONSOLE\(|Uncaught|Failed to load resource|net::ERR_")
+
+
+def chromium(page, tmp_path, *extra):
+    if CHROMIUM is None:
+        pytest.skip("BROWSER TEST SKIPPED: Debian's chromium is not installed (make system-packages installs it)")
+    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
+    profile.mkdir()
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, page.as_uri()],
+        capture_output=True, text=True, timeout=180, check=False)
+
+
+def console_problems(stderr):
+    return [line for line in stderr.splitlines() if CONSOLE_PROBLEM.search(line)]
+
+
+def test_example_report_renders_in_a_real_browser(tmp_path):
+    dest = tmp_path / "report" / "segment-report.html"
+    args = ["-i", REPO / "inventories" / "example", REPO / "playbooks" / "segment_report.yml",
+            "-e", f"segment_report_dest={dest}"]
+    first = run_playbook(*args)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert recap(first.stdout, "localhost")[0] >= 1
+    page = dest.read_text(encoding="utf-8")
+    second = run_playbook(*args)
+    assert second.returncode == 0 and recap(second.stdout, "localhost") == (0, 0), second.stdout
+    assert dest.read_text(encoding="utf-8") == page  # no timestamp, deterministic pictures
+
+    # Self-contained: nothing fetched from anywhere.
+    assert not re.search(r"""(?:src|href)\s*=\s*["'](?:https?:|//)""", page)
+    assert page.count("<svg") == 3
+
+    shot = tmp_path / "shot.png"
+    taken = chromium(dest, tmp_path, "--window-size=1400,3000", f"--screenshot={shot}")
+    assert taken.returncode == 0, taken.stderr[-3000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    assert not console_problems(taken.stderr), console_problems(taken.stderr)
+
+    dom = chromium(dest, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-3000:]
+    for marker in ('id="advice"', 'id="segments"', 'id="rack-map"', 'id="curves"', 'id="fabric"',
+                   "Example GB200 cluster - segment capacity", "gb200-r02-n[07,11]", "rack07"):
+        assert marker in dom.stdout, marker
+    # The example's what-if states: 121 of 125 idle, -N 1-35 accepted without --segment.
+    assert "125 nodes in 8 blocks" in dom.stdout and "121 idle" in dom.stdout
+    assert re.search(r"-N</code> 1–35, ", dom.stdout)
+    assert not console_problems(dom.stderr), console_problems(dom.stderr)
+
+
+def test_the_console_check_catches_a_script_error(tmp_path):
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><p>x</p><script>undefinedFunction();</script></body></html>",
+                    encoding="utf-8")
+    result = chromium(page, tmp_path, "--dump-dom")
+    assert console_problems(result.stderr), result.stderr[-3000:]
