@@ -94,14 +94,22 @@ def states_from_scontrol_json(text, where="scontrol show nodes --json"):
     errors = data.get("errors") or []
     if errors:
         raise TopologyError(f"{where} reported errors: {errors}")
-    states = {}
+    states, seen = {}, {}
     for index, entry in enumerate(data["nodes"]):
         name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not name:
             raise TopologyError(f"{where}: nodes[{index}] has no name")
         if "state" not in entry:
             raise TopologyError(f"{where}: node {name} has no state")
-        states[name] = classify_state(entry["state"], f"{where}: node {name}")
+        state = entry["state"]
+        key = tuple(state) if isinstance(state, list) and all(isinstance(w, str) for w in state) else None
+        if key is None or key not in seen:
+            category = classify_state(state, f"{where}: node {name}")
+            if key is None:
+                states[name] = category
+                continue
+            seen[key] = category
+        states[name] = seen[key]
     return states
 
 
