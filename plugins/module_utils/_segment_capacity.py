@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 ARG_SPEC = {
     "block_sizes": {"type": "list", "elements": "int"},

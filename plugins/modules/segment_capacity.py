@@ -270,7 +270,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 
 
 def main():
@@ -295,7 +295,7 @@ def main():
     try:
         topology = load_topology(module)
         result = job.analyse(topology, params, read_scontrol_json, warn)
-    except TopologyError as exc:
+    except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     finally:
         gc.enable()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 STATES = ("idle", "allocated", "drained", "down")
 # Slurm keeps block levels in a 16-bit map (MAX_BLOCK_LEVELS).

@@ -17,7 +17,7 @@ PREFIX = "ansible_collections.aifactory.topology.plugins.module_utils"
 BASE = {"_errors", "_hostlist", "_yaml", "_labels"}
 TRANSPORT = {"_http", "_k8s"}
 PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger"}
-GLUE = {"_common", "_k8s_module", "_slurm_conf"}
+GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity"}
 # What each layer may import.
 ALLOWED = {
     "base": {"base"},
