@@ -81,7 +81,7 @@ def measure(nodes, repeat, root, env):
     args_file = directory / "module" / "args.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}), encoding="utf-8")
     walls, cpus, rss, result = [], [], [], None
-    for _ in range(repeat):
+    for _attempt in range(repeat):
         wall, peak, done = bench.run_process([sys.executable, "-m", MODULE, str(args_file)], env, directory, directory)
         result = json.loads(done.stdout)
         if done.returncode or result.get("failed"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 ARG_SPEC = {
     "block_sizes": {"type": "list", "elements": "int"},
@@ -62,4 +61,3 @@ def fabric(topology, blocks):
     switches = [{"id": sid, "name": topology.switches[sid].name or sid, "parent": topology.switches[sid].parent}
                 for sid in sorted(used, key=hostlist.natural_key)]
     return {"switches": switches, "block_switch": block_switch}
-

@@ -193,10 +193,10 @@ segments:
       description: The same on available nodes (once running jobs end).
       type: int
     share:
-      description: RV(segments[].largest_job_nodes) over RV(nodes).
+      description: RV(segments[].largest_job_nodes) over RV(summary.nodes).
       type: float
     share_available:
-      description: RV(segments[].largest_job_nodes_available) over RV(nodes).
+      description: RV(segments[].largest_job_nodes_available) over RV(summary.nodes).
       type: float
 expected:
   description: Expected usable share of the nodes per segment size, under independent node failures.

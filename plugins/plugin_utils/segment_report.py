@@ -60,7 +60,7 @@ def rack_map(result, plt):
     height = max([block["node_count"] for block in blocks] + [result["block_sizes"][0]])
     from matplotlib.colors import ListedColormap  # pylint: disable=import-outside-toplevel
     order = ["idle", "allocated", "drained", "down", "placeholder"]
-    grid = [[-1] * len(blocks) for _ in range(height)]
+    grid = [[-1] * len(blocks) for _row in range(height)]
     for column, block in enumerate(blocks):
         if block["placeholder"]:
             for row in range(result["block_sizes"][0]):

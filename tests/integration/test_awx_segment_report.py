@@ -36,7 +36,7 @@ def test_report_template_and_schedule_are_created_once():
                                text=True, env=env, cwd=REPO, check=False)
         assert setup.returncode == 0, setup.stdout + setup.stderr
         runs = [subprocess.run([tool("ansible-playbook"), "-i", "localhost,", REPORT_SETUP], capture_output=True,
-                               text=True, env=env, cwd=REPO, check=False) for _ in range(2)]
+                               text=True, env=env, cwd=REPO, check=False) for _run in range(2)]
         for result in runs:
             assert result.returncode == 0, result.stdout + result.stderr
         assert recap(runs[0].stdout) == (2, 2, 0) and recap(runs[1].stdout)[1:] == (0, 0)

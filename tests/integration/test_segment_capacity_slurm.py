@@ -148,7 +148,7 @@ def test_module_matches_slurm(slurm_root, tmp_path, name, racks, sizes, states):
         assert result["state_source"] == "scontrol"
         assert result["summary"]["nodes"] == len(nodes)
         assert result["summary"]["idle"] == len(nodes) - len(states)
-        assert [b["name"] for b in result["blocks"]] == [b for b in racks]
+        assert [b["name"] for b in result["blocks"]] == list(racks)
         assert [b["placeholder"] for b in result["blocks"]] == [not members for members in racks.values()]
 
         mismatches = []
