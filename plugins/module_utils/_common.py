@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _providers
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils import _providers, _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
 
 PROVIDER_ARG_SPEC = {
     "provider": {
@@ -67,3 +68,18 @@ def load_topology(module):
         return Topology.from_compact(module.params["model"])
     provider = module.params["provider"]
     return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=module.warn)
+
+
+def load_model_file(path):
+    """The validated Topology in a model file: the compact form (JSON or YAML, as topology_info
+    returns it, recognised by its ``format``) or an NVIDIA Topograph simulation model."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = _yaml.safe_load(handle)  # JSON is YAML
+    except OSError as exc:
+        raise TopologyError(f"model file {path}: {exc.strerror}") from None
+    except _yaml.YAMLError as exc:
+        raise TopologyError(f"model file {path} is neither JSON nor YAML: {exc}") from None
+    if isinstance(data, dict) and "format" in data:
+        return Topology.from_compact(data)
+    return simulation.from_model(data, source=str(path)).validate()
