@@ -1,0 +1,163 @@
+"""The aifactory.topology.topology inventory plugin, through the real ansible-inventory.
+
+Sources are configuration files written by each test: a provider (simulation, inventory), a
+model file (the compact form topology_info returns, a Topograph model), Constructable options
+and the jsonfile cache. Failures must fail the parse with the provider's message, both with the
+project's ansible.cfg and with the environment AWX gives an inventory update.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ANSIBLE_INVENTORY = str(Path(sys.executable).with_name("ansible-inventory"))
+EXAMPLE_SOURCE = REPO / "inventories" / "topology" / "example.topology.yml"
+MODELS = REPO / "tests" / "fixtures" / "topograph"
+# What AWX sets for every inventory update (awx/main/constants.py STANDARD_INVENTORY_UPDATE_ENV).
+AWX_INVENTORY_ENV = {"ANSIBLE_INVENTORY_UNPARSED_FAILED": "True", "ANSIBLE_INVENTORY_EXPORT": "True",
+                     "ANSIBLE_VERBOSE_TO_STDERR": "True"}
+
+
+def inventory(source, *args, env=None, cwd=REPO):
+    from ansible_run import ansible_env
+
+    return subprocess.run([ANSIBLE_INVENTORY, "-i", str(source), *args], capture_output=True, text=True,
+                          env=ansible_env(**(env or {})), cwd=cwd, check=False)
+
+
+def plain(data):
+    """--list output without the ``__ansible_unsafe`` wrappers: the plugin's values are data, never templates."""
+    if isinstance(data, dict):
+        if set(data) == {"__ansible_unsafe"}:
+            return data["__ansible_unsafe"]
+        return {key: plain(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [plain(item) for item in data]
+    return data
+
+
+def listing(source, **kwargs):
+    result = inventory(source, "--list", **kwargs)
+    assert result.returncode == 0, result.stderr
+    return plain(json.loads(result.stdout))
+
+
+def members(data, group):
+    return data.get(group, {}).get("hosts", [])
+
+
+def write_source(path, **config):
+    path.write_text(yaml.safe_dump({"plugin": "aifactory.topology.topology", **config}, sort_keys=False))
+    return path
+
+
+def test_example_source_graph_shows_the_fabric():
+    result = inventory(EXAMPLE_SOURCE, "--graph")
+    assert result.returncode == 0, result.stderr
+    graph = result.stdout
+    # core -> spine01 -> leaf01 -> rack01's first node, indented one level per tier.
+    assert "  |--@switch_core:\n" in graph
+    assert "  |  |--@switch_spine01:\n  |  |  |--@switch_leaf01:\n  |  |  |  |--gb200-r01-n01\n" in graph
+    assert "  |--@domain_rack05:\n" in graph and "gb200-r05-n13" not in graph  # the tray out for repair
+    data = listing(EXAMPLE_SOURCE)
+    assert len(members(data, "domain_rack01")) == 18
+    assert members(data, "domain_rack07") == []  # declared, not racked yet
+    assert data["switch_spine02"]["children"] == ["switch_leaf03", "switch_leaf04"]
+    hostvars = data["_meta"]["hostvars"]
+    assert len(hostvars) == 18 * 6 + 17 + 4
+    assert hostvars["gb200-r05-n14"] == {"ansible_connection": "local", "topology_domain": "rack05",
+                                         "topology_sub_domain": None,
+                                         "topology_switches": ["leaf03", "spine02", "core"]}
+    assert hostvars["login01"]["topology_domain"] is None
+
+
+def test_example_model_file_is_what_the_example_provider_discovers():
+    """inventories/topology/example-model.json must not drift from inventories/example."""
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+
+    provider = yaml.safe_load((REPO / "inventories/example/group_vars/all/topology.yml").read_text())["topology_provider"]
+    model = json.loads((EXAMPLE_SOURCE.parent / "example-model.json").read_text())
+    assert discover(provider["name"], provider["params"]).to_compact() == model
+
+
+def test_provider_source_with_constructable_options(tmp_path):
+    source = write_source(
+        tmp_path / "cluster.topology.yml",
+        provider={"name": "inventory", "params": {
+            "switches": {"spine": None, "leaf-a": "spine", "leaf-b": "spine"},
+            "domains": [{"name": "nvl-r01", "nodes": "gpu[01-02]", "switch": "leaf-a"},
+                        {"name": "nvl-r02", "nodes": "gpu[03-04]", "switch": "leaf-b"}]}},
+        domain_prefix="rack_", switch_prefix="sw_",
+        compose={"ansible_host": "inventory_hostname ~ '.cluster.example'"},
+        groups={"first_rack": "topology_domain == 'nvl-r01'"},
+        keyed_groups=[{"key": "topology_switches[0]", "prefix": "leaf"}],
+        strict=True)
+    data = listing(source)
+    assert members(data, "rack_nvl_r01") == ["gpu01", "gpu02"]
+    assert data["sw_spine"]["children"] == ["sw_leaf_a", "sw_leaf_b"]
+    assert members(data, "first_rack") == ["gpu01", "gpu02"]
+    assert members(data, "leaf_leaf_b") == ["gpu03", "gpu04"]
+    assert data["_meta"]["hostvars"]["gpu03"]["ansible_host"] == "gpu03.cluster.example"
+
+
+def test_topograph_model_file_and_a_strict_compose_error(tmp_path):
+    source = write_source(tmp_path / "sim.topology.yaml", model_path=str(MODELS / "medium.yaml"))
+    data = listing(source)
+    assert members(data, "domain_nvl2") == ["1201", "1202"]
+    assert data["_meta"]["hostvars"]["1202"]["topology_switches"] == ["sw12", "sw21", "sw3"]
+    strict = write_source(tmp_path / "strict.topology.yaml", model_path=str(MODELS / "medium.yaml"),
+                          compose={"x": "no_such_variable.y"}, strict=True)
+    result = inventory(strict, "--list")
+    assert result.returncode != 0 and "no_such_variable" in result.stderr
+
+
+@pytest.mark.parametrize("env", [{}, AWX_INVENTORY_ENV], ids=["project-ansible.cfg", "awx-inventory-update"])
+def test_a_provider_failure_fails_the_parse_with_the_providers_message(tmp_path, env):
+    source = write_source(tmp_path / "cluster.topology.yml",
+                          provider={"name": "inventory", "params": {"domains": [{"name": "r1", "nodes": "gpu[01-"}]}})
+    result = inventory(source, "--list", env=env)
+    assert result.returncode != 0, result.stdout
+    assert "params.domains[0].nodes" in result.stderr
+    assert "gpu01" not in result.stdout
+    unknown = write_source(tmp_path / "unknown.topology.yml", provider={"name": "nope"})
+    result = inventory(unknown, "--graph", env=env)
+    assert result.returncode != 0 and "unknown provider 'nope'; known providers:" in result.stderr
+
+
+def test_colliding_group_names_fail_naming_both(tmp_path):
+    source = write_source(tmp_path / "cluster.topology.yml", provider={"name": "inventory", "params": {
+        "domains": [{"name": "nvl-r01", "nodes": "a"}, {"name": "nvl.r01", "nodes": "b"}]}})
+    result = inventory(source, "--list")
+    assert result.returncode != 0
+    assert "domain 'nvl-r01' and domain 'nvl.r01' both become group 'domain_nvl_r01'" in result.stderr
+
+
+def test_source_needs_exactly_one_input(tmp_path):
+    both = write_source(tmp_path / "both.topology.yml", model_path="x.json", provider={"name": "simulation"})
+    result = inventory(both, "--list")
+    assert result.returncode != 0 and "set exactly one of provider and model_path" in result.stderr
+    other = tmp_path / "hosts.yml"  # not a *topology.yml name: the plugin declines it
+    other.write_text("plugin: aifactory.topology.topology\nmodel_path: x.json\n")
+    declined = inventory(other, "--list")
+    assert "could not be verified by inventory plugin" in declined.stderr
+
+
+def test_cache_serves_the_model_until_flushed(tmp_path):
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({"format": "aifactory.topology/v1", "switches": {"leaf": None},
+                                 "nodes": [{"nodes": "gpu[01-02]", "switch": "leaf", "domain": "r1"}]}))
+    source = write_source(tmp_path / "cached.topology.yml", model_path="model.json", cache=True,
+                          cache_plugin="ansible.builtin.jsonfile", cache_connection=str(tmp_path / "cache"),
+                          cache_timeout=3600)
+    assert members(listing(source), "domain_r1") == ["gpu01", "gpu02"]
+    model.unlink()
+    assert members(listing(source), "domain_r1") == ["gpu01", "gpu02"]  # from the cache, the file is gone
+    flushed = inventory(source, "--list", "--flush-cache")
+    assert flushed.returncode != 0 and f"model file {model}: No such file or directory" in flushed.stderr
