@@ -45,3 +45,12 @@ attributes:
   idempotent:
     support: full
 """
+
+    # For modules that return facts.
+    FACTS = r"""
+options: {}
+attributes:
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+"""

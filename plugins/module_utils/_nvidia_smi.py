@@ -8,7 +8,9 @@ as in Topograph's infiniband providers. A node with a GPU outside any fabric (``
 all-zero cluster UUID) or with GPUs in different cliques fails the whole run, naming it:
 a wrong domain would let Slurm place one job across two NVLink domains.
 
-Providers take it as ``params.accelerator: {source: nvidia_smi, nvidia_smi: {node: output}}``.
+Providers take it as ``params.accelerator: {source: nvidia_smi, nvidia_smi: {node: output}}``; an
+output may also be the node's ``topology_node`` fact from aifactory.topology.topology_facts (or its
+``nvlink`` part), which ran the same query on the node.
 """
 
 from __future__ import annotations
@@ -50,17 +52,31 @@ def node_domain(node, text):
     return next(iter(domains))
 
 
+def facts_domain(node, facts, where):
+    """The domain in a node's gathered facts (``topology_node`` or its ``nvlink`` part), checked as a row."""
+    nvlink = facts.get("nvlink") if "nvlink" in facts else facts
+    if not isinstance(nvlink, dict) or not nvlink.get("cluster_uuid") or nvlink.get("clique_id") in (None, ""):
+        raise TopologyError(f"{where}: the gathered facts of {node} have no NVLink clique (no GPU in an NVLink "
+                            "fabric there, or topology_facts did not gather nvlink)")
+    return node_domain(node, f"{nvlink['cluster_uuid']}, {nvlink['clique_id']}")
+
+
+def _domain_of(node, value, where):
+    if isinstance(value, dict) and ("nvlink" in value or "clique_id" in value):
+        return facts_domain(node, value, where)
+    return node_domain(node, command_output(value, where))
+
+
 def apply_nvidia_smi_domains(topology, outputs, warn=None):
     """Set each node's accelerator domain from its nvidia-smi output; returns ``topology``.
 
-    ``outputs`` maps node -> raw output (or a registered command result with ``stdout``).
+    ``outputs`` maps node -> raw output, a registered command result with ``stdout``, or gathered facts.
     Nodes the tree provider did not report are added without a switch, with a warning.
     """
     if not isinstance(outputs, dict) or not outputs:
         raise TopologyError("accelerator.nvidia_smi must map each node to its nvidia-smi output")
     warn = warn or (lambda message: None)
-    domains = {str(node): node_domain(node, command_output(value, f"accelerator.nvidia_smi.{node}"))
-               for node, value in outputs.items()}
+    domains = {str(node): _domain_of(node, value, f"accelerator.nvidia_smi.{node}") for node, value in outputs.items()}
     added = []
     for node, domain in domains.items():
         known = topology.nodes.get(node)

@@ -9,6 +9,9 @@ params:
   nodes:                the cluster's nodes (hostlist or list); default every host named by an HCA
   node_map:             HCA GUID (``H-<guid>``, ``0x<guid>``, ``<guid>``) or described host name
                         -> node name, for HCAs whose description does not carry the node's name
+  node_facts:           node -> its ``topology_node`` fact (aifactory.topology.topology_facts): each
+                        HCA GUID a node reported is that node's, whatever its description says;
+                        ``node_map`` wins where both name one HCA
 
 An HCA's node description is ``<host> <hca>`` (``a05-p1-dgx-01-c01 mlx5_0``), set by the
 host (rdma-ndd); its first word is the node name, as in Topograph. Every output of one fabric
@@ -170,15 +173,42 @@ def _outputs(params):
 
 
 def discover(params, creds, warn):
-    _check_keys(params, {"ibnetdiscover", "ibnetdiscover_files", "nodes", "node_map"}, "infiniband params")
+    _check_keys(params, {"ibnetdiscover", "ibnetdiscover_files", "nodes", "node_map", "node_facts"}, "infiniband params")
     wanted = set(_expand(params.get("nodes"), "params.nodes")) if params.get("nodes") is not None else None
     node_map = params.get("node_map") or {}
     if not isinstance(node_map, dict):
         raise TopologyError("params.node_map must map an HCA GUID or described host name to a node name")
+    guids = facts_node_map(params.get("node_facts"))
+    guids.update({_guid_key(str(k)): str(v) for k, v in node_map.items()})
     fabric = Fabric()
     for source, text in _outputs(params):
         parse(text, source, fabric)
-    return build(fabric, wanted, {_guid_key(str(k)): str(v) for k, v in node_map.items()}, warn)
+    return build(fabric, wanted, guids, warn)
+
+
+def facts_node_map(node_facts):
+    """HCA GUID (``_guid_key`` form) -> node, from each node's gathered ``topology_node`` fact."""
+    if node_facts is None:
+        return {}
+    if not isinstance(node_facts, dict):
+        raise TopologyError("params.node_facts must map each node to its topology_node fact")
+    owners = {}
+    for node, facts in node_facts.items():
+        where = f"params.node_facts.{node}"
+        hcas = facts.get("infiniband") if isinstance(facts, dict) else None
+        if not isinstance(hcas, list):
+            raise TopologyError(f"{where} must be the node's topology_node fact, with its infiniband list "
+                                "(gathered by aifactory.topology.topology_facts)")
+        for index, hca in enumerate(hcas):
+            if not isinstance(hca, dict):
+                raise TopologyError(f"{where}.infiniband[{index}] must be a mapping")
+            if not hca.get("node_guid"):
+                continue
+            key = _guid_key(str(hca["node_guid"]))
+            if owners.get(key, node) != node:
+                raise TopologyError(f"HCA {hca['node_guid']} is in the gathered facts of both {owners[key]} and {node}")
+            owners[key] = str(node)
+    return owners
 
 
 def build(fabric, wanted=None, node_map=None, warn=None):

@@ -1,0 +1,131 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What one node knows about its place in the fabric (the role of Topograph's Node Data Broker).
+
+* InfiniBand HCAs from sysfs: ``<sysfs>/class/infiniband/<dev>/node_guid``, ``sys_image_guid``,
+  ``node_desc``, ``node_type`` and per port ``ports/<n>/state``, ``phys_state``, ``rate``,
+  ``link_layer``, as the kernel's ib_core publishes them (Documentation/ABI/stable/sysfs-class-infiniband).
+* The NVLink clique and cluster UUID from nvidia-smi's fabric fields (``_nvidia_smi.QUERY``).
+
+A node without HCAs or GPUs gives empty facts, not an error. The facts feed the ``infiniband``
+provider (``params.node_facts``: HCA GUID -> node) and the ``nvidia_smi`` accelerator source
+(``accelerator.nvidia_smi`` values may be these facts), and the Kubernetes node annotations
+(``ANNOTATIONS``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+# sysfs values are a few bytes; never read more from a file there.
+_MAX_SYSFS_READ = 4096
+_NUMBERED = re.compile(r"^\d+:\s*(.*)$")  # "4: ACTIVE" -> "ACTIVE"
+_GUID = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4}):([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
+# nvidia-smi exit code when the driver is loaded but no GPU is present.
+NVIDIA_SMI_NO_DEVICES = 6
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(_MAX_SYSFS_READ).strip()
+    except OSError:
+        return None
+
+
+def _state(text):
+    if text is None:
+        return None
+    match = _NUMBERED.match(text)
+    return match.group(1).strip() if match else text
+
+
+def guid(text):
+    """sysfs ``e09d:7303:0037:311c`` -> ``0xe09d73030037311c`` (how ibnetdiscover's ``H-``/``S-`` ids read)."""
+    match = _GUID.match(text or "")
+    return "0x" + "".join(match.groups()).lower() if match else None
+
+
+def infiniband_hcas(sysfs_root="/sys"):
+    """One dict per HCA under ``<sysfs_root>/class/infiniband``, in natural device order; [] without any."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    try:
+        devices = sorted(os.listdir(base), key=hostlist.natural_key)
+    except OSError:
+        return []
+    hcas = []
+    for device in devices:
+        root = os.path.join(base, device)
+        ports_dir = os.path.join(root, "ports")
+        try:
+            port_names = sorted(os.listdir(ports_dir), key=hostlist.natural_key)
+        except OSError:
+            port_names = []
+        ports = []
+        for port in port_names:
+            where = os.path.join(ports_dir, port)
+            ports.append({
+                "port": int(port) if port.isdigit() else port,
+                "state": _state(_read(os.path.join(where, "state"))),
+                "phys_state": _state(_read(os.path.join(where, "phys_state"))),
+                "rate": _read(os.path.join(where, "rate")),
+                "link_layer": _read(os.path.join(where, "link_layer")),
+            })
+        hcas.append({
+            "device": device,
+            "node_guid": guid(_read(os.path.join(root, "node_guid"))),
+            "sys_image_guid": guid(_read(os.path.join(root, "sys_image_guid"))),
+            "node_desc": _read(os.path.join(root, "node_desc")),
+            "node_type": _state(_read(os.path.join(root, "node_type"))),
+            "ports": ports,
+        })
+    return hcas
+
+
+def nvlink_clique(node, rc, stdout, stderr):
+    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY``.
+
+    No GPU (the driver's "no devices" exit) or GPUs outside an NVLink fabric give ``{}`` and no
+    problem; a failed run or GPUs that disagree give ``{}`` and the problem, for a warning.
+    """
+    if rc == NVIDIA_SMI_NO_DEVICES:
+        return {}, None
+    if rc != 0:
+        detail = (stderr or stdout or "").strip().replace("\n", " ")[:200]
+        return {}, f"nvidia-smi failed (rc={rc}): {detail}"
+    gpus = sum(1 for line in stdout.splitlines() if line.strip())
+    if not gpus:
+        return {}, None
+    try:
+        domain = _nvidia_smi.node_domain(node, stdout)
+    except TopologyError as exc:
+        outside = "not in an NVLink fabric" in str(exc) or "all zeros" in str(exc)
+        return {}, None if outside else str(exc)
+    cluster_uuid, _dot, clique_id = domain.rpartition(".")
+    return {"cluster_uuid": cluster_uuid, "clique_id": clique_id, "domain": domain, "gpus": gpus}, None
+
+
+# Kubernetes node annotations with the facts, for the Kubernetes-side providers. The first two
+# are what Topograph's Node Data Broker writes (infiniband-k8s/dra: hostname, region "local");
+# cluster-id is its nvidia-smi domain <ClusterUUID>.<CliqueId>.
+INSTANCE_ANNOTATION = "topograph.run/instance"
+REGION_ANNOTATION = "topograph.run/region"
+CLUSTER_ID_ANNOTATION = "topograph.run/cluster-id"
+ANNOTATIONS = (INSTANCE_ANNOTATION, REGION_ANNOTATION, CLUSTER_ID_ANNOTATION)
+
+
+def annotations(facts, region="local"):
+    """The annotations of one node from its ``topology_node`` facts (cluster-id only with a clique)."""
+    if not isinstance(facts, dict) or not facts.get("hostname"):
+        raise TopologyError("node facts must be the topology_node fact of aifactory.topology.topology_facts "
+                            "(a mapping with hostname)")
+    result = {INSTANCE_ANNOTATION: str(facts["hostname"]), REGION_ANNOTATION: region}
+    domain = (facts.get("nvlink") or {}).get("domain")
+    if domain:
+        result[CLUSTER_ID_ANNOTATION] = str(domain)
+    return result

@@ -1,0 +1,165 @@
+#!/usr/bin/python
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: topology_facts
+short_description: Gather a node's InfiniBand HCAs, NVLink clique and hostname
+version_added: 0.2.0
+description:
+  - Runs on each node and returns, as the C(topology_node) fact, what the node knows about its place in the
+    fabric, the role of NVIDIA Topograph's Node Data Broker.
+  - InfiniBand HCAs come from sysfs (C(/sys/class/infiniband/<device>)), each with its node GUID, system
+    image GUID, node description, node type and per port the state, physical state, rate and link layer.
+  - The NVLink clique and cluster UUID come from
+    C(nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader); the GPUs of a node
+    must agree.
+  - A node without HCAs, without C(nvidia-smi), without GPUs or with GPUs outside an NVLink fabric gets
+    empty C(infiniband) or C(nvlink) facts, not an error. GPUs in different cliques, or nvidia-smi failing,
+    give empty C(nvlink) facts and a warning.
+  - The C(infiniband) provider takes the facts as C(params.node_facts), to name HCAs by GUID; the
+    C(nvidia_smi) accelerator source takes them in place of the command output; and
+    M(aifactory.topology.k8s_node_annotations) publishes them as Kubernetes node annotations.
+author:
+  - aifactory.topology contributors (@aifactory)
+extends_documentation_fragment:
+  - aifactory.topology.attributes
+  - aifactory.topology.attributes.INFO_MODULE
+  - aifactory.topology.attributes.FACTS
+options:
+  gather:
+    description: What to gather.
+    type: list
+    elements: str
+    choices: [hostname, infiniband, nvlink]
+    default: [hostname, infiniband, nvlink]
+  sysfs_root:
+    description: Where sysfs is mounted; HCAs are read from C(<sysfs_root>/class/infiniband).
+    type: path
+    default: /sys
+  nvidia_smi_path:
+    description: The C(nvidia-smi) executable. By default it is looked up on the C(PATH); when it is not found
+      the node has no GPU facts.
+    type: path
+  timeout:
+    description: Seconds nvidia-smi may run before the module gives up on it (a hung driver must not hang the play).
+    type: int
+    default: 60
+notes:
+  - Needs no root. C(node_desc) is what the host's C(rdma-ndd) set, normally C(<hostname> <device>).
+seealso:
+  - plugin: aifactory.topology.topology
+    plugin_type: inventory
+  - module: aifactory.topology.k8s_node_annotations
+"""
+
+EXAMPLES = r"""
+- name: Gather the fabric facts of every GPU node
+  aifactory.topology.topology_facts:
+
+- name: Name the HCAs of the fabric scan by the nodes that gathered them
+  aifactory.topology.topology_info:
+    provider:
+      name: infiniband
+      params:
+        ibnetdiscover: "{{ {ansible_play_hosts[0]: fabric_scan} }}"
+        node_facts: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'topology_node'))) }}"
+        accelerator:
+          source: nvidia_smi
+          nvidia_smi: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'topology_node'))) }}"
+  run_once: true
+  delegate_to: localhost
+  register: discovered
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The node's facts.
+  returned: always
+  type: dict
+  contains:
+    topology_node:
+      description: What the node knows about its place in the fabric; parts not gathered are absent.
+      returned: always
+      type: dict
+      contains:
+        hostname:
+          description: The node's host name (the kernel's node name).
+          type: str
+          sample: gb200-r01-n01
+        infiniband:
+          description: The node's HCAs in device order; empty without any.
+          type: list
+          elements: dict
+          sample:
+            - device: mlx5_0
+              node_guid: "0xe09d73030037311c"
+              sys_image_guid: "0xe09d73030037311c"
+              node_desc: gb200-r01-n01 mlx5_0
+              node_type: CA
+              ports:
+                - {port: 1, state: ACTIVE, phys_state: LinkUp, rate: 400 Gb/sec (4X NDR), link_layer: InfiniBand}
+        nvlink:
+          description: The node's NVLink clique; empty without GPUs in an NVLink fabric.
+          type: dict
+          sample:
+            cluster_uuid: 6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34
+            clique_id: "32766"
+            domain: 6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34.32766
+            gpus: 4
+"""
+
+import os
+import shlex
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts, _nvidia_smi
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "gather": {"type": "list", "elements": "str", "choices": ["hostname", "infiniband", "nvlink"],
+                       "default": ["hostname", "infiniband", "nvlink"]},
+            "sysfs_root": {"type": "path", "default": "/sys"},
+            "nvidia_smi_path": {"type": "path"},
+            "timeout": {"type": "int", "default": 60},
+        },
+        supports_check_mode=True,
+    )
+    gather = set(module.params["gather"])
+    hostname = os.uname().nodename
+    facts = {}
+    if "hostname" in gather:
+        facts["hostname"] = hostname
+    if "infiniband" in gather:
+        facts["infiniband"] = _node_facts.infiniband_hcas(module.params["sysfs_root"])
+    if "nvlink" in gather:
+        facts["nvlink"] = {}
+        executable = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
+        if executable:
+            command = [executable] + shlex.split(_nvidia_smi.QUERY)[1:]
+            rc, stdout, stderr = _run(command, module.params["timeout"])
+            facts["nvlink"], problem = _node_facts.nvlink_clique(hostname, rc, stdout, stderr)
+            if problem:
+                module.warn(problem)
+    module.exit_json(changed=False, ansible_facts={"topology_node": facts})
+
+
+def _run(command, timeout):
+    """(rc, stdout, stderr); bounded by ``timeout`` (AnsibleModule.run_command has no timeout)."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        return done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired:
+        return -1, "", f"no answer within {timeout} seconds"
+    except OSError as exc:
+        return -1, "", str(exc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""topology_facts on a sysfs tree laid out as the kernel's ib_core publishes it, and recorded nvidia-smi output.
+
+The sysfs layout and values follow Documentation/ABI/stable/sysfs-class-infiniband (a ConnectX-7
+HCA in InfiniBand mode and a RoCE port in Ethernet mode). nvidia-smi is a script in a temporary
+directory that prints a recorded output of the fabric query on a GB200 tray (4 GPUs) and exits
+as nvidia-smi does; the module runs it as it runs the real one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_nvidia_smi_domains
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.modules import topology_facts
+
+from ...conftest_paths import FIXTURES
+from .module_runner import run_module
+
+UUID = "6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34"
+GB200_TRAY = f"{UUID}, 32766\n" * 4  # recorded: one row per GPU, as --format=csv,noheader prints them
+# nvidia-smi on a node with the driver but no GPU: "No devices were found", exit code 6.
+NO_DEVICES = ("No devices were found\n", 6)
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def hca(root, device, node_guid, node_desc, ports):
+    base = root / "class" / "infiniband" / device
+    write(base / "node_guid", node_guid)
+    write(base / "sys_image_guid", node_guid)
+    write(base / "node_desc", node_desc)
+    write(base / "node_type", "1: CA")
+    write(base / "fw_ver", "28.39.1002")
+    for number, (state, phys, rate, layer) in ports.items():
+        port = base / "ports" / str(number)
+        write(port / "state", state)
+        write(port / "phys_state", phys)
+        write(port / "rate", rate)
+        write(port / "link_layer", layer)
+        write(port / "lid", "0x1f3")
+
+
+@pytest.fixture
+def sysfs(tmp_path):
+    root = tmp_path / "sys"
+    hca(root, "mlx5_10", "e09d:7303:0085:8d88", "MT4129 ConnectX7   Mellanox Technologies",
+        {1: ("1: DOWN", "3: Disabled", "10 Gb/sec (4X SDR)", "InfiniBand")})
+    hca(root, "mlx5_0", "e09d:7303:0037:311c", "gb200-r01-n01 mlx5_0",
+        {1: ("4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)", "InfiniBand")})
+    hca(root, "mlx5_2", "b8ce:f603:00a1:b2c4", "gb200-r01-n01 mlx5_2",
+        {1: ("4: ACTIVE", "5: LinkUp", "200 Gb/sec (2X NDR)", "Ethernet")})
+    return root
+
+
+def fake_nvidia_smi(tmp_path, output, rc=0):
+    script = tmp_path / "bin" / "nvidia-smi"
+    script.parent.mkdir(exist_ok=True)
+    (tmp_path / "recorded.txt").write_text(output)
+    script.write_text(f"#!/bin/sh\n[ \"$1\" = --query-gpu=fabric.clusterUuid,fabric.cliqueId ] || exit 2\n"
+                      f"cat '{tmp_path / 'recorded.txt'}'\nexit {rc}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture
+def run(monkeypatch):
+    def runner(args, **kwargs):
+        return run_module(topology_facts, args, monkeypatch=monkeypatch, **kwargs)
+    return runner
+
+
+def test_hcas_from_sysfs_in_natural_device_order(sysfs):
+    hcas = _node_facts.infiniband_hcas(str(sysfs))
+    assert [h["device"] for h in hcas] == ["mlx5_0", "mlx5_2", "mlx5_10"]
+    assert hcas[0] == {
+        "device": "mlx5_0", "node_guid": "0xe09d73030037311c", "sys_image_guid": "0xe09d73030037311c",
+        "node_desc": "gb200-r01-n01 mlx5_0", "node_type": "CA",
+        "ports": [{"port": 1, "state": "ACTIVE", "phys_state": "LinkUp", "rate": "400 Gb/sec (4X NDR)",
+                   "link_layer": "InfiniBand"}]}
+    assert hcas[1]["ports"][0]["link_layer"] == "Ethernet"
+    assert hcas[2]["ports"][0]["state"] == "DOWN"
+
+
+def test_the_module_gathers_hcas_clique_and_hostname(run, sysfs, tmp_path):
+    result = run({"sysfs_root": str(sysfs), "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY)}, check_mode=True)
+    assert not result["failed"] and result["changed"] is False and result["warnings"] == []
+    node = result["ansible_facts"]["topology_node"]
+    assert node["hostname"] == os.uname().nodename
+    assert len(node["infiniband"]) == 3
+    assert node["nvlink"] == {"cluster_uuid": UUID, "clique_id": "32766", "domain": f"{UUID}.32766", "gpus": 4}
+
+
+@pytest.mark.parametrize("output, rc", [NO_DEVICES, (f"{UUID}, N/A\n" * 8, 0),
+                                        ("00000000-0000-0000-0000-000000000000, 0\n", 0), ("", 0)],
+                         ids=["no-gpu", "not-in-a-fabric", "not-registered", "empty"])
+def test_nodes_without_ib_or_nvlink_get_empty_facts_not_errors(run, tmp_path, output, rc):
+    result = run({"sysfs_root": str(tmp_path / "no-sys"), "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc)})
+    assert not result["failed"] and result["warnings"] == []
+    node = result["ansible_facts"]["topology_node"]
+    assert node["infiniband"] == [] and node["nvlink"] == {}
+
+
+def test_without_nvidia_smi_on_the_path_there_are_no_gpu_facts(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = run({"gather": ["nvlink"]})
+    assert not result["failed"] and result["ansible_facts"]["topology_node"] == {"nvlink": {}}
+
+
+@pytest.mark.parametrize("output, rc, warning", [
+    (f"{UUID}, 1\n{UUID}, 2\n", 0, "its GPUs are in different NVLink domains"),
+    ("", 9, "nvidia-smi failed (rc=9)"),
+])
+def test_disagreeing_gpus_or_a_failing_nvidia_smi_warn_and_give_empty_nvlink(run, tmp_path, output, rc, warning):
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc)})
+    assert not result["failed"] and result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
+
+
+def test_a_hung_nvidia_smi_is_bounded(run, tmp_path):
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\nexec sleep 30\n")
+    script.chmod(0o755)
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": str(script), "timeout": 1})
+    assert "no answer within 1 seconds" in result["warnings"][0]
+
+
+# -- the providers take the facts ----------------------------------------------------------
+
+IB = (FIXTURES / "ibnetdiscover-example.out").read_text()
+
+
+def test_infiniband_names_hcas_by_the_guids_nodes_reported():
+    # H-e09d730300858d88 describes itself as "MT4129 ConnectX7 Mellanox Technologies" (no host name):
+    # the node that has it in its sysfs is its owner.
+    facts = {"a06-p1-dgx-02-c06": {"hostname": "a06-p1-dgx-02-c06", "infiniband": [
+        {"device": "mlx5_5", "node_guid": "0xe09d730300858d88", "node_desc": "MT4129 ConnectX7   Mellanox Technologies"}]}}
+    warnings = []
+    topology = discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": facts,
+                                       "nodes": "a06-p1-dgx-02-c[02,06]"}, warn=warnings.append)
+    assert topology.nodes["a06-p1-dgx-02-c06"].switch == topology.nodes["a06-p1-dgx-02-c02"].switch
+    without = discover("infiniband", {"ibnetdiscover": {"n": IB}, "nodes": "a06-p1-dgx-02-c[02,06]"}, warn=warnings.append)
+    assert without.nodes["a06-p1-dgx-02-c06"].switch is None  # no HCA described as c06's
+    assert "1 nodes have no HCA in the ibnetdiscover output" in warnings[-1]
+
+
+def test_infiniband_node_facts_errors_name_the_node():
+    with pytest.raises(TopologyError, match="params.node_facts.gpu1 must be the node's topology_node fact"):
+        discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": "x"}})
+    same = {"infiniband": [{"node_guid": "0xe09d730300858d88"}]}
+    with pytest.raises(TopologyError, match="HCA 0xe09d730300858d88 is in the gathered facts of both gpu1 and gpu2"):
+        discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": same, "gpu2": same}})
+
+
+def test_nvidia_smi_source_takes_gathered_facts_and_names_a_node_without_a_clique(run, tmp_path):
+    gathered = run({"gather": ["hostname", "nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY)})
+    node = gathered["ansible_facts"]["topology_node"]
+    topology = Topology()
+    topology.add_node("gpu1")
+    apply_nvidia_smi_domains(topology, {"gpu1": node, "gpu2": node["nvlink"]})
+    assert topology.nodes["gpu1"].domain == topology.nodes["gpu2"].domain == f"{UUID}.32766"
+    with pytest.raises(TopologyError, match="accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no NVLink clique"):
+        apply_nvidia_smi_domains(Topology(), {"gpu3": {"hostname": "gpu3", "nvlink": {}}})
+
+
+def test_annotations_for_kubernetes_from_facts():
+    facts = {"hostname": "gb200-r01-n01", "nvlink": {"domain": f"{UUID}.32766"}}
+    assert _node_facts.annotations(facts) == {"topograph.run/instance": "gb200-r01-n01",
+                                              "topograph.run/region": "local",
+                                              "topograph.run/cluster-id": f"{UUID}.32766"}
+    assert _node_facts.annotations({"hostname": "cpu01", "nvlink": {}}) == {
+        "topograph.run/instance": "cpu01", "topograph.run/region": "local"}
+    with pytest.raises(TopologyError, match="must be the topology_node fact"):
+        _node_facts.annotations({"nvlink": {}})
