@@ -17,6 +17,12 @@ FABRIC_PREFIX = "fabric.topograph.run/tier-"
 ACCELERATOR_LABEL = "accelerator.topograph.run/domain"
 SUB_DOMAIN_LABEL = "accelerator.topograph.run/sub-domain"
 MAX_VALUE_LENGTH = 63
+# Node annotations of Topograph's Node Data Broker (k8s_node_annotations writes them from topology_facts):
+# the host name, the region ("local" outside the clouds) and the nvidia-smi domain <ClusterUUID>.<CliqueId>.
+INSTANCE_ANNOTATION = "topograph.run/instance"
+REGION_ANNOTATION = "topograph.run/region"
+CLUSTER_ID_ANNOTATION = "topograph.run/cluster-id"
+BROKER_ANNOTATIONS = (INSTANCE_ANNOTATION, REGION_ANNOTATION, CLUSTER_ID_ANNOTATION)
 
 _FNV64_OFFSET = 0xCBF29CE484222325
 _FNV64_PRIME = 0x100000001B3

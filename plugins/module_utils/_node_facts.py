@@ -10,7 +10,7 @@
 A node without HCAs or GPUs gives empty facts, not an error. The facts feed the ``infiniband``
 provider (``params.node_facts``: HCA GUID -> node) and the ``nvidia_smi`` accelerator source
 (``accelerator.nvidia_smi`` values may be these facts), and the Kubernetes node annotations
-(``ANNOTATIONS``).
+(``annotations``; keys in ``_labels``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import os
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils import _labels, _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 # sysfs values are a few bytes; never read more from a file there.
 _MAX_SYSFS_READ = 4096
@@ -110,22 +110,26 @@ def nvlink_clique(node, rc, stdout, stderr):
     return {"cluster_uuid": cluster_uuid, "clique_id": clique_id, "domain": domain, "gpus": gpus}, None
 
 
-# Kubernetes node annotations with the facts, for the Kubernetes-side providers. The first two
-# are what Topograph's Node Data Broker writes (infiniband-k8s/dra: hostname, region "local");
-# cluster-id is its nvidia-smi domain <ClusterUUID>.<CliqueId>.
-INSTANCE_ANNOTATION = "topograph.run/instance"
-REGION_ANNOTATION = "topograph.run/region"
-CLUSTER_ID_ANNOTATION = "topograph.run/cluster-id"
-ANNOTATIONS = (INSTANCE_ANNOTATION, REGION_ANNOTATION, CLUSTER_ID_ANNOTATION)
-
-
 def annotations(facts, region="local"):
-    """The annotations of one node from its ``topology_node`` facts (cluster-id only with a clique)."""
+    """Topograph's broker annotations of one node from its ``topology_node`` facts (cluster-id only with a clique)."""
     if not isinstance(facts, dict) or not facts.get("hostname"):
         raise TopologyError("node facts must be the topology_node fact of aifactory.topology.topology_facts "
                             "(a mapping with hostname)")
-    result = {INSTANCE_ANNOTATION: str(facts["hostname"]), REGION_ANNOTATION: region}
+    result = {_labels.INSTANCE_ANNOTATION: str(facts["hostname"]), _labels.REGION_ANNOTATION: region}
     domain = (facts.get("nvlink") or {}).get("domain")
     if domain:
-        result[CLUSTER_ID_ANNOTATION] = str(domain)
+        result[_labels.CLUSTER_ID_ANNOTATION] = str(domain)
     return result
+
+
+def broker_annotations(node_facts, region="local"):
+    """Kubernetes node name -> its broker annotations, from node name -> ``topology_node`` fact."""
+    if not isinstance(node_facts, dict) or not node_facts:
+        raise TopologyError("node_facts must map each Kubernetes node name to its topology_node fact")
+    desired = {}
+    for name, facts in node_facts.items():
+        try:
+            desired[str(name)] = annotations(facts, region)
+        except TopologyError as exc:
+            raise TopologyError(f"node_facts.{name}: {exc}") from None
+    return desired

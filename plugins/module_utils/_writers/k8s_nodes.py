@@ -9,7 +9,7 @@ again and the patch recomputed from its fresh state. Bounded concurrency.
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import label_changes
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
@@ -137,5 +137,39 @@ def reconcile_node_labels(client, topology, keys, options, node_selector=None, n
         result["diff"] = node_diff(written)
     if error is not None:
         raise PartialWrite(f"{error} ({len(written)} nodes were already patched: "
+                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
+    return result
+
+
+class BrokerAnnotationKeys:
+    """The node annotations k8s_node_annotations manages (Topograph's Node Data Broker keys)."""
+
+    @staticmethod
+    def is_managed(key):
+        return key in _labels.BROKER_ANNOTATIONS
+
+    def managed(self, annotations):
+        return {key: value for key, value in (annotations or {}).items() if self.is_managed(key)}
+
+
+def reconcile_broker_annotations(client, desired, options, warn=None, diff=False):
+    """Set the broker annotations of each node of ``desired`` (node name -> annotations); a result dict."""
+    warn = warn or (lambda message: None)
+    nodes = list_nodes(client)
+    missing = [name for name in desired if name not in nodes]
+    if missing:
+        warn(f"{len(missing)} nodes with facts are not in the cluster: {hostlist.compress(missing)}")
+    keys = BrokerAnnotationKeys()
+    changes = plan_node_changes(nodes, desired, keys, field="annotations")
+    written, error = patch_nodes(client, changes, nodes, keys, options, field="annotations")
+    result = {
+        "changed": bool(written),
+        "changed_nodes": [change.name for change in written],
+        "summary": {"nodes_given": len(desired), "nodes_changed": len(written), "nodes_missing": len(missing)},
+    }
+    if diff:
+        result["diff"] = node_diff(written)
+    if error is not None:
+        raise PartialWrite(f"{error} ({len(written)} nodes were already annotated: "
                            f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
     return result

@@ -16,7 +16,7 @@ PREFIX = "ansible_collections.aifactory.topology.plugins.module_utils"
 # Layer of each file (module path relative to module_utils, without .py); packages by prefix.
 BASE = {"_errors", "_hostlist", "_yaml", "_labels"}
 TRANSPORT = {"_http", "_k8s"}
-PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger"}
+PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger", "_node_facts"}
 GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity"}
 # What each layer may import.
 ALLOWED = {

@@ -1,0 +1,181 @@
+"""playbooks/rack_rolling.yml on a live slurmctld 26.05 (the Debian sid test bed).
+
+The inventory is the aifactory.topology.topology plugin over a model file (three racks of three
+CLOUD nodes) plus a static file with the controller, reached with community.general.chroot. The
+nodes run their tasks on this machine (ansible_connection local, composed by the plugin); the
+maintenance task file each test writes records what Slurm said about every node at the moment
+the node was being maintained. Slurm itself is the judge: sinfo states and reasons, squeue jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
+from ansible_run import run_playbook  # noqa: E402
+
+pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
+
+RACKS = {f"rack{r:02d}": [f"gb200-r{r:02d}-n{n:02d}" for n in range(1, 4)] for r in (1, 2, 3)}
+NODES = [node for nodes in RACKS.values() for node in nodes]
+REASON = "firmware 2026.11"
+# The maintenance task file: each node writes what sinfo says about every node at that moment.
+TASKS = """\
+- name: Ask Slurm about every node while this one is maintained
+  ansible.builtin.command:
+    argv: [sinfo, --noheader, --Node, --format, "%N|%T|%E"]
+  environment:
+    SLURM_CONF: "{{ rack_rolling_slurm_conf }}"
+  delegate_to: "{{ groups['slurm_controller'][0] }}"
+  changed_when: false
+  check_mode: false
+  register: seen
+
+- name: Record it
+  ansible.builtin.copy:
+    content: "{{ seen.stdout }}\\n"
+    dest: "{{ marker_dir }}/{{ inventory_hostname }}"
+    mode: "0644"
+  delegate_to: localhost
+
+- name: Fail where the test says so
+  ansible.builtin.fail:
+    msg: firmware flash failed
+  when: inventory_hostname == (fail_on | default(''))
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm_root():
+    reason = testbed.unavailable_reason()
+    if reason:
+        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
+    return testbed.build()
+
+
+@pytest.fixture(scope="module")
+def controller(slurm_root):
+    # One controller for the module: the test bed runs one slurmctld at a time machine-wide.
+    with testbed.slurmctld(slurm_root, {"slurm.conf": testbed.slurm_conf(set(NODES))}) as running:
+        yield running
+
+
+@pytest.fixture
+def ctld(controller):
+    """The controller with every node back in service and no job, as each test expects to start."""
+    yield controller
+    controller.run("scancel", "--user", "root")
+    drained = [node for node, (state, _reason) in states(controller).items() if state.startswith(("drain", "down"))]
+    if drained:
+        controller.scontrol("update", f"NodeName={','.join(drained)}", "State=RESUME")
+
+
+@pytest.fixture
+def cluster(tmp_path, slurm_root, ctld):
+    model = {"format": "aifactory.topology/v1", "switches": {"spine": None, "leaf1": "spine", "leaf2": "spine"},
+             "nodes": [{"nodes": f"gb200-r{r:02d}-n[01-03]", "switch": "leaf1" if r < 3 else "leaf2",
+                        "domain": f"rack{r:02d}"} for r in (1, 2, 3)]}
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    (tmp_path / "cluster.topology.yml").write_text(yaml.safe_dump({
+        "plugin": "aifactory.topology.topology", "model_path": "model.json",
+        "compose": {"ansible_connection": "'local'", "ansible_python_interpreter": "ansible_playbook_python"}}))
+    (tmp_path / "site.yml").write_text(yaml.safe_dump({"all": {"children": {"slurm_controller": {"hosts": {"ctl": {
+        "ansible_connection": "community.general.chroot", "ansible_host": str(slurm_root),
+        "ansible_python_interpreter": "/usr/bin/python3", "ansible_remote_tmp": "/tmp/.ansible-tmp",
+        "slurm_topology_conf_dir": ctld.conf_dir}}}}}}))
+    (tmp_path / "maintain.yml").write_text(TASKS)
+    (tmp_path / "markers").mkdir()
+    return tmp_path
+
+
+def roll(cluster, *extra, **variables):
+    variables = {"rack_rolling_tasks": str(cluster / "maintain.yml"), "rack_rolling_reason": REASON,
+                 "rack_rolling_poll_interval": 1, "marker_dir": str(cluster / "markers"), **variables}
+    return run_playbook("-i", cluster / "cluster.topology.yml", "-i", cluster / "site.yml",
+                        REPO / "playbooks" / "rack_rolling.yml", "-e", json.dumps(variables), *extra)
+
+
+def states(ctld):
+    """node -> (state, reason) as sinfo shows them."""
+    lines = ctld.run("sinfo", "--noheader", "--Node", "--format", "%N|%T|%E").stdout.splitlines()
+    return {name: (state, reason) for name, state, reason in (line.split("|") for line in lines)}
+
+
+def seen(cluster, node):
+    """What sinfo said about every node while ``node`` was maintained."""
+    text = (cluster / "markers" / node).read_text()
+    return {name: state for name, state, _reason in (line.split("|") for line in text.splitlines())}
+
+
+def rack_states(snapshot, rack):
+    return {snapshot[node] for node in RACKS[rack]}
+
+
+def test_racks_are_drained_maintained_and_resumed_one_at_a_time(ctld, cluster):
+    ctld.scontrol("update", "NodeName=gb200-r03-n02", "State=DRAIN", "Reason=bad psu")  # held before the rollout
+    result = roll(cluster)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert "3 racks, one at a time: rack01 -> rack02 -> rack03" in result.stdout
+    # While rack02 was maintained: rack01 was back, rack02 drained with our reason, rack03 not touched yet.
+    during = seen(cluster, "gb200-r02-n01")
+    assert rack_states(during, "rack01") == {"idle~"}
+    assert rack_states(during, "rack02") == {"drained~"}
+    assert [during[node] for node in RACKS["rack03"]] == ["idle~", "drained~", "idle~"]
+    assert rack_states(seen(cluster, "gb200-r03-n03"), "rack02") == {"idle~"}
+    assert sorted(path.name for path in (cluster / "markers").iterdir()) == NODES
+    after = states(ctld)
+    # Every node is back, except the one drained for its own reason before: it keeps state and reason.
+    assert {node: state for node, (state, _reason) in after.items() if state != "idle~"} == {"gb200-r03-n02": "drained~"}
+    assert after["gb200-r03-n02"][1] == "bad psu"
+    assert "rack03: resumed gb200-r03-n[01,03]; left drained (were so before): gb200-r03-n02" in result.stdout
+
+
+def test_check_mode_shows_the_plan_and_changes_nothing(ctld, cluster):
+    before = states(ctld)
+    result = roll(cluster, "--check", rack_rolling_racks=["rack02", "rack01"])
+    assert result.returncode == 0, result.stdout[-5000:]
+    assert "2 racks, one at a time: rack02 -> rack01" in result.stdout
+    assert "rack02: drain gb200-r02-n[01-03] (reason 'firmware 2026.11')" in result.stdout
+    assert "rack01: would resume gb200-r01-n[01-03]" in result.stdout
+    assert states(ctld) == before
+    assert not list((cluster / "markers").iterdir())  # the task file's copy ran in check mode too
+
+
+def test_a_failed_node_stops_the_rollout_before_the_next_rack(ctld, cluster):
+    result = roll(cluster, fail_on="gb200-r02-n02")
+    assert result.returncode != 0
+    assert ("rack02: maintenance failed on gb200-r02-n02 (firmware flash failed); gb200-r02-n[01-03] stay drained "
+            "and the rollout stops before the next rack") in result.stdout
+    after = states(ctld)
+    assert {after[node][0] for node in RACKS["rack01"]} == {"idle~"}
+    assert {after[node] for node in RACKS["rack02"]} == {("drained~", REASON)}
+    assert {after[node][0] for node in RACKS["rack03"]} == {"idle~"}
+    assert not any((cluster / "markers" / node).exists() for node in RACKS["rack03"])
+
+
+def test_a_running_job_fails_the_wait_with_a_clear_message(ctld, cluster):
+    submitted = ctld.run("sbatch", "--nodelist", "gb200-r01-n02", "--wrap", "sleep 1000")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.split()[-1]
+    # The controller allocates the job on its next scheduling pass; wait for that, bounded.
+    deadline = time.monotonic() + 60
+    while ctld.run("squeue", "--noheader", "--nodelist", "gb200-r01-n02", "--format", "%i").stdout.strip() != job:
+        assert time.monotonic() < deadline, "slurmctld did not allocate the job within 60 s"
+        time.sleep(0.5)
+    result = roll(cluster, rack_rolling_job_timeout=2)
+    assert result.returncode != 0
+    assert (f"rack01: jobs {job} still run on gb200-r01-n[01-03] after 2 s. The rack stays drained and the "
+            "rollout stops here") in result.stdout
+    after = states(ctld)
+    assert {after[node][1] for node in RACKS["rack01"]} == {REASON}
+    assert {after[node][0] for node in RACKS["rack02"] + RACKS["rack03"]} == {"idle~"}
+    assert not list((cluster / "markers").iterdir())
