@@ -161,3 +161,32 @@ def test_cache_serves_the_model_until_flushed(tmp_path):
     assert members(listing(source), "domain_r1") == ["gpu01", "gpu02"]  # from the cache, the file is gone
     flushed = inventory(source, "--list", "--flush-cache")
     assert flushed.returncode != 0 and f"model file {model}: No such file or directory" in flushed.stderr
+
+
+def test_awx_scm_inventory_source_from_the_project(tmp_path):
+    """As AWX syncs an SCM inventory source: a checkout of the project, the collection installed by the
+    project sync from collections/requirements.yml, then `ansible-inventory --list --export` from the
+    project root with AWX's inventory-update environment and without this checkout on any path."""
+    from tests.integration.test_awx import clean_env, scm_checkout, tool
+
+    project = tmp_path / "project"
+    scm_checkout(project)
+    collections = tmp_path / "requirements_collections"
+    sync = subprocess.run([tool("ansible-galaxy"), "collection", "install", "-r", "collections/requirements.yml",
+                           "--collections-path", str(collections)], cwd=project, capture_output=True, text=True,
+                          env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)), check=False)
+    assert sync.returncode == 0, sync.stderr
+    env = clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections), **AWX_INVENTORY_ENV)
+    source = "inventories/topology/example.topology.yml"
+    imported = subprocess.run([tool("ansible-inventory"), "-i", source, "--list", "--export"], cwd=project,
+                              capture_output=True, text=True, env=env, check=False)
+    assert imported.returncode == 0, imported.stderr
+    data = plain(json.loads(imported.stdout))
+    assert members(data, "domain_rack02") == [f"gb200-r02-n{n:02d}" for n in range(1, 19)]
+    assert data["switch_leaf01"]["hosts"] == members(data, "domain_rack01") + members(data, "domain_rack02")
+    assert data["_meta"]["hostvars"]["gb200-r08-n18"]["topology_switches"] == ["leaf04", "spine02", "core"]
+    # A broken source fails the update (AWX shows the provider's message), never imports an empty inventory.
+    (project / "inventories/topology/example-model.json").write_text('{"format": "aifactory.topology/v1"}')
+    broken = subprocess.run([tool("ansible-inventory"), "-i", source, "--list", "--export"], cwd=project,
+                            capture_output=True, text=True, env=env, check=False)
+    assert broken.returncode != 0 and "model.nodes must be a list of node groups" in broken.stderr
