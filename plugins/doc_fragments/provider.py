@@ -45,10 +45,11 @@ options:
           - The cloud providers take C(instances), a list of C(region) and C(instances) (instance id to node name),
             and C(page_size), C(trim_tiers), C(timeout), C(retry_attempts), C(retry_backoff), C(retry_after_max),
             C(validate_certs), C(ca_bundle); see docs/providers/.
-          - V(infiniband) takes C(ibnetdiscover) (node to output), C(ibnetdiscover_files), C(nodes) and C(node_map);
+          - V(infiniband) takes C(ibnetdiscover) (node to output), C(ibnetdiscover_files), C(nodes), C(node_map) and
+            C(node_facts) (node to its C(topology_node) fact from M(aifactory.topology.topology_facts));
             V(netq) takes C(api_url), C(nmx_url), C(nmx), C(nodes) and the HTTP settings of the cloud providers.
           - Any provider takes C(accelerator), C(source=nvidia_smi) and C(nvidia_smi) (node to its nvidia-smi
-            fabric output), for NVLink domains (docs/providers/nvidia_smi.md).
+            fabric output, or its C(topology_node) fact), for NVLink domains (docs/providers/nvidia_smi.md).
         type: dict
         default: {}
       creds:
