@@ -87,7 +87,7 @@ def cluster(tmp_path, slurm_root, ctld):
     (tmp_path / "model.json").write_text(json.dumps(model))
     (tmp_path / "cluster.topology.yml").write_text(yaml.safe_dump({
         "plugin": "aifactory.topology.topology", "model_path": "model.json",
-        "compose": {"ansible_connection": "'local'", "ansible_python_interpreter": "ansible_playbook_python"}}))
+        "compose": {"ansible_connection": "'local'", "ansible_python_interpreter": repr(sys.executable)}}))
     (tmp_path / "site.yml").write_text(yaml.safe_dump({"all": {"children": {"slurm_controller": {"hosts": {"ctl": {
         "ansible_connection": "community.general.chroot", "ansible_host": str(slurm_root),
         "ansible_python_interpreter": "/usr/bin/python3", "ansible_remote_tmp": "/tmp/.ansible-tmp",
