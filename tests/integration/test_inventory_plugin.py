@@ -2,8 +2,8 @@
 
 Sources are configuration files written by each test: a provider (simulation, inventory), a
 model file (the compact form topology_info returns, a Topograph model), Constructable options
-and the jsonfile cache. Failures must fail the parse with the provider's message, both with the
-project's ansible.cfg and with the environment AWX gives an inventory update.
+and the jsonfile cache. Failures must fail the parse with the provider's message, with the setting docs/inventory.md
+asks for and with the environment AWX gives an inventory update.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 ANSIBLE_INVENTORY = str(Path(sys.executable).with_name("ansible-inventory"))
 EXAMPLE_SOURCE = REPO / "inventories" / "topology" / "example.topology.yml"
 MODELS = REPO / "tests" / "fixtures" / "topograph"
+# What docs/inventory.md asks for: a source that fails to parse is fatal.
+FATAL = {"ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "true"}
 # What AWX sets for every inventory update (awx/main/constants.py STANDARD_INVENTORY_UPDATE_ENV).
 AWX_INVENTORY_ENV = {"ANSIBLE_INVENTORY_UNPARSED_FAILED": "True", "ANSIBLE_INVENTORY_EXPORT": "True",
                      "ANSIBLE_VERBOSE_TO_STDERR": "True"}
@@ -114,11 +116,12 @@ def test_topograph_model_file_and_a_strict_compose_error(tmp_path):
     assert data["_meta"]["hostvars"]["1202"]["topology_switches"] == ["sw12", "sw21", "sw3"]
     strict = write_source(tmp_path / "strict.topology.yaml", model_path=str(MODELS / "medium.yaml"),
                           compose={"x": "no_such_variable.y"}, strict=True)
-    result = inventory(strict, "--list")
+    result = inventory(strict, "--list", env=FATAL)
     assert result.returncode != 0 and "no_such_variable" in result.stderr
 
 
-@pytest.mark.parametrize("env", [{}, AWX_INVENTORY_ENV], ids=["project-ansible.cfg", "awx-inventory-update"])
+@pytest.mark.parametrize("env", [{"ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "true"}, AWX_INVENTORY_ENV],
+                         ids=["any-unparsed-is-failed", "awx-inventory-update"])
 def test_a_provider_failure_fails_the_parse_with_the_providers_message(tmp_path, env):
     source = write_source(tmp_path / "cluster.topology.yml",
                           provider={"name": "inventory", "params": {"domains": [{"name": "r1", "nodes": "gpu[01-"}]}})
@@ -134,14 +137,14 @@ def test_a_provider_failure_fails_the_parse_with_the_providers_message(tmp_path,
 def test_colliding_group_names_fail_naming_both(tmp_path):
     source = write_source(tmp_path / "cluster.topology.yml", provider={"name": "inventory", "params": {
         "domains": [{"name": "nvl-r01", "nodes": "a"}, {"name": "nvl.r01", "nodes": "b"}]}})
-    result = inventory(source, "--list")
+    result = inventory(source, "--list", env=FATAL)
     assert result.returncode != 0
     assert "domain 'nvl-r01' and domain 'nvl.r01' both become group 'domain_nvl_r01'" in result.stderr
 
 
 def test_source_needs_exactly_one_input(tmp_path):
     both = write_source(tmp_path / "both.topology.yml", model_path="x.json", provider={"name": "simulation"})
-    result = inventory(both, "--list")
+    result = inventory(both, "--list", env=FATAL)
     assert result.returncode != 0 and "set exactly one of provider and model_path" in result.stderr
     other = tmp_path / "hosts.yml"  # not a *topology.yml name: the plugin declines it
     other.write_text("plugin: aifactory.topology.topology\nmodel_path: x.json\n")
@@ -159,7 +162,7 @@ def test_cache_serves_the_model_until_flushed(tmp_path):
     assert members(listing(source), "domain_r1") == ["gpu01", "gpu02"]
     model.unlink()
     assert members(listing(source), "domain_r1") == ["gpu01", "gpu02"]  # from the cache, the file is gone
-    flushed = inventory(source, "--list", "--flush-cache")
+    flushed = inventory(source, "--list", "--flush-cache", env=FATAL)
     assert flushed.returncode != 0 and f"model file {model}: No such file or directory" in flushed.stderr
 
 
