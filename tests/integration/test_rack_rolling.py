@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 
 import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
-from ansible_run import run_playbook  # noqa: E402
+from ansible_run import ansible_env, run_playbook  # noqa: E402
 
 pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
 
@@ -101,7 +101,8 @@ def roll(cluster, *extra, **variables):
     variables = {"rack_rolling_tasks": str(cluster / "maintain.yml"), "rack_rolling_reason": REASON,
                  "rack_rolling_poll_interval": 1, "marker_dir": str(cluster / "markers"), **variables}
     return run_playbook("-i", cluster / "cluster.topology.yml", "-i", cluster / "site.yml",
-                        REPO / "playbooks" / "rack_rolling.yml", "-e", json.dumps(variables), *extra)
+                        REPO / "playbooks" / "rack_rolling.yml", "-e", json.dumps(variables), *extra,
+                        env=ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json"))  # messages on one line
 
 
 def states(ctld):
