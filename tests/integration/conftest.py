@@ -4,6 +4,8 @@
   after it; a ``k8s_testbed.ControlPlane`` (``.kubeconfig``, ``.kubectl``, ``.user_kubeconfig()``,
   ``.create_nodes()``, ``.install_nfd_crds()``, ...; see the tool's docstring).
 * ``k8s_scheduler``: the same control plane with the real kube-scheduler running.
+* ``slurm_root`` (session): the built Debian sid root of the real slurmctld (tools/slurm_testbed.py),
+  skipped loudly when the machine cannot host it.
 * ``k8s_namespace``: a fresh namespace per test; its pods are deleted with grace period 0 after
   the test (without kube-controller-manager the namespace itself stays Terminating, harmlessly).
 
@@ -22,6 +24,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 import k8s_testbed  # noqa: E402  (tools/ is not a package)
+import slurm_testbed  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def slurm_root():
+    reason = slurm_testbed.unavailable_reason()
+    if reason:
+        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
+    return slurm_testbed.build()
 
 
 @pytest.fixture(scope="session")

@@ -55,14 +55,6 @@ TASKS = """\
 
 
 @pytest.fixture(scope="module")
-def slurm_root():
-    reason = testbed.unavailable_reason()
-    if reason:
-        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
-    return testbed.build()
-
-
-@pytest.fixture(scope="module")
 def controller(slurm_root):
     # One controller for the module: the test bed runs one slurmctld at a time machine-wide.
     with testbed.slurmctld(slurm_root, {"slurm.conf": testbed.slurm_conf(set(NODES))}) as running:

@@ -133,6 +133,11 @@ def reconcile_node_labels(client, topology, keys, options, node_selector=None, n
             "nodes_cleaned": cleaned, "nodes_missing": len(missing),
         },
     }
+    return finish_node_writes(result, written, error, diff)
+
+
+def finish_node_writes(result, written, error, diff):
+    """``result`` with the diff of the written nodes in diff mode; PartialWrite when a write failed."""
     if diff:
         result["diff"] = node_diff(written)
     if error is not None:
@@ -167,9 +172,4 @@ def reconcile_broker_annotations(client, desired, options, warn=None, diff=False
         "changed_nodes": [change.name for change in written],
         "summary": {"nodes_given": len(desired), "nodes_changed": len(written), "nodes_missing": len(missing)},
     }
-    if diff:
-        result["diff"] = node_diff(written)
-    if error is not None:
-        raise PartialWrite(f"{error} ({len(written)} nodes were already annotated: "
-                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
-    return result
+    return finish_node_writes(result, written, error, diff)
