@@ -7,8 +7,10 @@ racks per leaf, leaf -> spine -> core) it measures:
 
 * in process: the group layout (``_engines.inventory.layout``) of the loaded model, wall time
   (min/median of --repeat runs) and tracemalloc peak;
-* as a process: ``ansible-inventory --list`` on a plugin source reading the model file, and the
-  same with the jsonfile cache warm (the model is not read again), wall time and max RSS.
+* as a process: ``ansible-inventory --list`` on a plugin source reading the model file, the
+  same with the jsonfile cache warm (the model is not read again), and, for scale, on a static
+  YAML inventory holding the same hosts, groups and variables (Ansible's own cost of that many
+  hosts), wall time and max RSS.
 
 Measures and prints only (and writes bench/results/inventory.json); never asserts.
 Usage: ``python bench/inventory.py [--nodes 10000 100000] [--repeat 3]``.
@@ -45,11 +47,15 @@ def measure(nodes, repeat, scratch, env):
     source = scratch / f"n{nodes}.topology.yml"
     source.write_text(f"plugin: aifactory.topology.topology\nmodel_path: {model.name}\ncache: true\n"
                       f"cache_plugin: ansible.builtin.jsonfile\ncache_connection: {scratch / f'cache-{nodes}'}\n")
-    for name, extra in ((f"ansible-inventory --list, model file ({nodes:,} nodes)", ["--flush-cache"]),
-                        (f"ansible-inventory --list, warm cache ({nodes:,} nodes)", [])):
+    static = scratch / f"static-{nodes}.yml"
+    static.write_text(json.dumps(static_inventory(result)))  # JSON is YAML
+    for name, inventory, extra in (
+            (f"ansible-inventory --list, model file ({nodes:,} nodes)", source, ["--flush-cache"]),
+            (f"ansible-inventory --list, warm cache ({nodes:,} nodes)", source, []),
+            (f"ansible-inventory --list, static YAML, same hosts ({nodes:,} nodes)", static, [])):
         seconds, peaks = [], []
         for _attempt in range(repeat):
-            wall, rss, done = bench.run_process([ANSIBLE_INVENTORY, "-i", str(source), "--list", *extra],
+            wall, rss, done = bench.run_process([ANSIBLE_INVENTORY, "-i", str(inventory), "--list", *extra],
                                                 env, scratch, scratch)
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
@@ -58,6 +64,16 @@ def measure(nodes, repeat, scratch, env):
         hosts = len(json.loads(done.stdout)["_meta"]["hostvars"])
         records.append(bench.summarize(name, "process", seconds, max(peaks), "max RSS", hosts=hosts))
     return records
+
+
+def static_inventory(groups):
+    """The same hosts, groups and host variables as a YAML inventory's ``all`` tree."""
+    children = {name: {"hosts": {host: None for host in hosts}} for name, hosts in groups.group_hosts.items()}
+    for name, members in groups.group_children.items():
+        if members:
+            children[name]["children"] = {child: None for child in members}
+    hosts = {host: dict(variables) for host, variables in groups.hostvars.items()}
+    return {"all": {"hosts": hosts, "children": children}}
 
 
 def main(argv=None):
