@@ -89,6 +89,7 @@ seealso:
 """
 
 EXAMPLES = r"""
+---
 # inventories/cluster.topology.yml; check with: ansible-inventory -i inventories/cluster.topology.yml --graph
 plugin: aifactory.topology.topology
 provider:
@@ -101,6 +102,7 @@ keyed_groups:
   - key: topology_switches | length
     prefix: tiers
 
+---
 # A model file that topology_info saved (copy the registered result's topology to a file).
 plugin: aifactory.topology.topology
 model_path: model.json
