@@ -122,7 +122,8 @@ from ansible.utils.display import Display
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._common import load_model_file
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import layout
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 display = Display()
 
@@ -149,7 +150,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             topology = Topology.from_compact(model)
             groups = layout(topology, self.get_option("domain_prefix"), self.get_option("switch_prefix"),
                             self.get_option("domain_groups"), self.get_option("switch_groups"))
-        except TopologyError as exc:
+        except AifactoryTopologyError as exc:  # bad input, an API that failed, an unreadable file
             raise AnsibleParserError(f"{path}: {exc}") from None
         self._populate(groups)
 

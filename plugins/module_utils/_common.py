@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers, _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
 
 PROVIDER_ARG_SPEC = {
@@ -77,7 +78,7 @@ def load_model_file(path):
         with open(path, encoding="utf-8") as handle:
             data = _yaml.safe_load(handle)  # JSON is YAML
     except OSError as exc:
-        raise TopologyError(f"model file {path}: {exc.strerror}") from None
+        raise LocalFileError(f"model file {path}: {exc.strerror}") from None
     except _yaml.YAMLError as exc:
         raise TopologyError(f"model file {path} is neither JSON nor YAML: {exc}") from None
     if isinstance(data, dict) and "format" in data:

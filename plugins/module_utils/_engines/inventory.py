@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 DOMAIN_PREFIX = "domain_"
 SWITCH_PREFIX = "switch_"
