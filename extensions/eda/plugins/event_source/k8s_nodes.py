@@ -1,0 +1,131 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""aifactory.topology.k8s_nodes: topology-relevant changes of Kubernetes Nodes (and optionally Pods).
+
+Lists, then watches Nodes (``node_selector``) and, with ``pod_selector``, Pods (Slinky's slurmd
+pods); resumes from the last resourceVersion (bookmarks included), lists again after ``410 Gone``,
+reconnects with bounded backoff, and waits for the API server's ``/readyz`` at start. An event is
+put only for a node added or removed, a watched label changed (``watch_labels``, default
+``nvidia.com/gpu.clique``) or a pod added, removed or moved; heartbeats and status updates never
+make one. Changes are debounced (``delay``, ``max_wait``): a burst becomes one event
+``{"topology_change": {"source", "count", "changes", ...}}``.
+
+Options: the Kubernetes connection options of the collection's modules (``kubeconfig``, ``context``,
+``host``, ``api_key``, ``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``, each
+falling back to its ``K8S_AUTH_*`` variable; or all of them in one mapping ``auth``, e.g. the
+``k8s_topology_auth`` variable of playbooks/k8s.yml); ``node_selector``, ``watch_labels``,
+``pod_selector``, ``pod_namespace``, ``delay`` (15), ``max_wait`` (120), ``initial_sync`` (true:
+one event at start, so changes made while nothing watched are applied), ``ready_timeout`` (60),
+``backoff_max`` (30), ``watch_timeout`` (300), ``request_timeout`` (30). See docs/event-driven.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+
+try:
+    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/aifactory/topology/extensions/...
+    sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 7)))
+    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_watch
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import check_label_key
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.kubernetes_nodes import GPU_CLIQUE_LABEL
+
+SOURCE = "aifactory.topology.k8s_nodes"
+LOG = logging.getLogger(SOURCE)
+SPEC = dict(
+    {name: ("bool" if spec.get("type") == "bool" else "str", None) for name, spec in _k8s.AUTH_ARG_SPEC.items()},
+    auth=("dict", {}),
+    node_selector=("dict", {}),
+    watch_labels=("list", [GPU_CLIQUE_LABEL]),
+    pod_selector=("dict", {}),
+    pod_namespace=("str", None),
+    initial_sync=("bool", True),
+    ready_timeout=("float", 60.0),
+    backoff_max=("float", 30.0),
+    watch_timeout=("int", _k8s_watch.WATCH_TIMEOUT),
+    request_timeout=("float", 30.0),
+    **_eda.DEBOUNCE_SPEC,
+)
+
+
+def _run_in_thread(loop, watcher):
+    """Run ``watcher.run`` on a daemon thread (a blocked read must not hold the process at exit)."""
+    done = loop.create_future()
+
+    def target():
+        try:
+            watcher.run(relist_first=False)
+        except BaseException as exc:  # pylint: disable=broad-exception-caught  # handed to the event loop
+            loop.call_soon_threadsafe(lambda: done.done() or done.set_exception(exc))
+        else:
+            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+
+    threading.Thread(target=target, name=f"{SOURCE}-{watcher.kind}", daemon=True).start()
+    return done
+
+
+def connect(args):
+    """(client, watchers' settings) from the source's arguments; every error names the option."""
+    auth_options = {name: args[name] for name in _k8s.AUTH_ARG_SPEC if args[name] is not None}
+    auth = _k8s.resolve_auth(dict(args["auth"], **auth_options))
+    config, origin = _k8s.configuration(auth)
+    for label in args["watch_labels"]:
+        check_label_key(label, "watch_labels item")
+    if args["pod_namespace"] and not args["pod_selector"]:
+        raise _eda.TopologyError(f"{SOURCE}: pod_namespace needs pod_selector")
+    client = _k8s.K8sClient(config, timeout=args["request_timeout"])
+    return client, origin
+
+
+async def main(queue, args):
+    args = _eda.SourceArgs(SOURCE, args, SPEC)
+    client, origin = connect(args)
+    node_selector = _k8s.selector_string(args["node_selector"], "node_selector")
+    pod_selector = _k8s.selector_string(args["pod_selector"], "pod_selector")
+    LOG.info("%s: API server %s (credentials from %s); waiting until it is ready", SOURCE, client.host, origin)
+    await asyncio.to_thread(_k8s_watch.wait_ready, client, args["ready_timeout"])
+
+    debouncer = _eda.debouncer_from(args, queue.put, SOURCE)
+    debouncer.start()
+    common = {"backoff_max": args["backoff_max"], "watch_timeout": args["watch_timeout"],
+              "log": lambda message: LOG.warning("%s: %s", SOURCE, message)}
+    watchers = [_k8s_watch.ResourceWatcher(client, "node", debouncer.add_threadsafe, node_selector,
+                                           watched_labels=args["watch_labels"], **common)]
+    if pod_selector:
+        watchers.append(_k8s_watch.ResourceWatcher(client, "pod", debouncer.add_threadsafe, pod_selector,
+                                                   namespace=args["pod_namespace"], **common))
+    try:
+        for watcher in watchers:  # the first list fails loudly (RBAC, selector) before anything runs
+            try:
+                await asyncio.to_thread(watcher.relist, False)
+            except _k8s.K8sError as exc:
+                raise _eda.TopologyError(f"{SOURCE}: cannot list {watcher.kind}s: {exc}") from None
+        LOG.info("%s: watching %d nodes%s", SOURCE, len(watchers[0].known),
+                 f" and {len(watchers[1].known)} pods" if pod_selector else "")
+        if args["initial_sync"]:
+            debouncer.add({"kind": "source", "name": SOURCE, "change": "started", "nodes": len(watchers[0].known)})
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(_run_in_thread(loop, watcher) for watcher in watchers))
+    finally:
+        for watcher in watchers:
+            watcher.stop()
+        await debouncer.stop()
+        client.close()
+
+
+if __name__ == "__main__":
+    # A quick look from a shell: print the events (python k8s_nodes.py; K8S_AUTH_* or ~/.kube/config).
+    class _Printer:
+        @staticmethod
+        async def put(event):
+            print(event, flush=True)
+
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(main(_Printer(), {"delay": 1}))

@@ -1,0 +1,286 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Shared code of the collection's Event-Driven Ansible sources (extensions/eda/plugins/event_source).
+
+* ``SourceArgs``: checks a source's arguments once, at start: an unknown option, a wrong type or a
+  bad value is an error that names the option, never a silent idle loop.
+* ``Debouncer``: the one trailing debounce every source uses. Changes arrive with ``add()``; one
+  event leaves ``delay`` seconds after the last change of a burst, or ``max_wait`` seconds after its
+  first change when the burst never pauses. The event carries what changed (bounded).
+* ``import_collection_path``: the sources run from ansible-rulebook (``runpy.run_path``), where
+  ``ansible_collections`` may not be importable yet.
+
+ansible-rulebook's event filters see one event at a time and cannot hold one back, so the debounce
+is shared code here rather than a filter (docs/event-driven.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+EVENT_KEY = "topology_change"
+DEFAULT_DELAY = 15.0
+DEFAULT_MAX_WAIT = 120.0
+MAX_CHANGES_KEPT = 500  # an event stays small however large the burst; ``count`` says how many there were
+# ansible-rulebook adds this argument itself when it runs under an EDA controller.
+RULEBOOK_ARGS = {"eda_feedback_queue"}
+
+
+class SourceArgs:
+    """Typed access to a source's arguments; every key must be declared, every value checked."""
+
+    def __init__(self, source, args, spec):
+        self.source = source
+        self.values = {}
+        args = {key: value for key, value in (args or {}).items() if key not in RULEBOOK_ARGS}
+        unknown = sorted(set(args) - set(spec))
+        if unknown:
+            raise TopologyError(f"{source}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                                f"known: {', '.join(sorted(spec))}")
+        for name, (kind, default) in spec.items():
+            value = args.get(name)
+            self.values[name] = default if value is None else self._convert(name, kind, value)
+
+    def _convert(self, name, kind, value):
+        where = f"{self.source}: option {name!r}"
+        if kind == "float":
+            if isinstance(value, bool):
+                raise TopologyError(f"{where} must be a number, not {value!r}")
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise TopologyError(f"{where} must be a number, not {value!r}") from None
+            if number < 0 or number != number:
+                raise TopologyError(f"{where} must be >= 0, not {value!r}")
+            return number
+        if kind == "int":
+            if isinstance(value, bool) or not str(value).strip().isdigit():
+                raise TopologyError(f"{where} must be a whole number >= 0, not {value!r}")
+            return int(value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise TopologyError(f"{where} must be true or false, not {value!r}")
+        if kind == "str":
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise TopologyError(f"{where} must be a string")
+            return str(value)
+        if kind == "list":
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+                raise TopologyError(f"{where} must be a list of non-empty strings")
+            return list(value)
+        if kind == "dict":
+            if not isinstance(value, dict):
+                raise TopologyError(f"{where} must be a mapping")
+            return dict(value)
+        raise AssertionError(kind)
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+
+DEBOUNCE_SPEC = {
+    "delay": ("float", DEFAULT_DELAY),
+    "max_wait": ("float", DEFAULT_MAX_WAIT),
+}
+
+
+class Debouncer:
+    """Trailing debounce: a burst of changes becomes one event.
+
+    ``put`` is an async callable (the rulebook's queue ``put``). The timer restarts with every
+    change; the event leaves when no change came for ``delay`` seconds, or at the latest
+    ``max_wait`` seconds after the first change of the burst. Changes that arrive while an event is
+    being put start the next burst. Thread-safe entry: ``add_threadsafe`` from a worker thread.
+    """
+
+    def __init__(self, put, source, delay=DEFAULT_DELAY, max_wait=DEFAULT_MAX_WAIT, clock=time.monotonic,
+                 wall_clock=time.time):
+        if max_wait < delay:
+            raise TopologyError(f"{source}: max_wait ({max_wait:g} s) must not be shorter than delay ({delay:g} s)")
+        self.put = put
+        self.source = source
+        self.delay = delay
+        self.max_wait = max_wait
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.loop = None
+        self._changes = []
+        self._count = 0
+        self._first = None
+        self._first_wall = None
+        self._last = None
+        self._wakeup = None
+        self._task = None
+        self.emitted = 0
+
+    def start(self):
+        self.loop = asyncio.get_running_loop()
+        self._wakeup = asyncio.Event()
+        self._task = asyncio.ensure_future(self._run())
+        return self._task
+
+    async def stop(self):
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    def add(self, change):
+        """Record one change (a small dict); call from the event loop's thread."""
+        now = self.clock()
+        if self._first is None:
+            self._first = now
+            self._first_wall = self.wall_clock()
+        self._last = now
+        self._count += 1
+        if len(self._changes) < MAX_CHANGES_KEPT:
+            self._changes.append(change)
+        self._wakeup.set()
+
+    def add_threadsafe(self, change):
+        self.loop.call_soon_threadsafe(self.add, change)
+
+    @property
+    def pending(self):
+        return self._count
+
+    def _due(self):
+        return min(self._last + self.delay, self._first + self.max_wait)
+
+    async def _run(self):
+        while True:
+            if self._first is None:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            remaining = self._due() - self.clock()
+            if remaining > 0:
+                self._wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), remaining)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            event = self._take()
+            await self.put(event)
+            self.emitted += 1
+
+    def _take(self):
+        changes, count = self._changes, self._count
+        event = {EVENT_KEY: {
+            "source": self.source,
+            "count": count,
+            "changes": changes,
+            "truncated": count > len(changes),
+            "first_change_at": self._first_wall,
+            "waited": round(self.clock() - self._first, 3),
+        }}
+        self._changes, self._count, self._first, self._first_wall, self._last = [], 0, None, None, None
+        return event
+
+
+def debouncer_from(args, put, source):
+    return Debouncer(put, source, delay=args["delay"], max_wait=args["max_wait"])
+
+
+# -- Kubernetes: what a Node or Pod change means for the topology ------------------------------
+
+def node_digest(obj, watched_labels):
+    """What of a Node the topology depends on: the values of the watched labels (missing ones omitted)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return {key: labels[key] for key in watched_labels if key in labels}
+
+
+def pod_digest(obj, _watched_labels=()):
+    """What of a Pod the topology depends on: the node it runs on (Slinky's slurmd pods)."""
+    return {"node": (obj.get("spec") or {}).get("nodeName") or ""}
+
+
+def object_change(kind, name, old, new):
+    """A change record for one object, or None when nothing the topology reads changed.
+
+    ``old``/``new`` are digests (None: the object does not exist on that side).
+    """
+    if old is None and new is None:
+        return None
+    if old is None:
+        return {"kind": kind, "name": name, "change": "added", **({"labels": new} if kind == "node" else new)}
+    if new is None:
+        return {"kind": kind, "name": name, "change": "removed"}
+    if old == new:
+        return None
+    changed = sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
+    return {"kind": kind, "name": name, "change": "modified",
+            "fields": {key: {"old": old.get(key), "new": new.get(key)} for key in changed}}
+
+
+def state_diff(kind, before, after):
+    """Change records that turn the digest map ``before`` into ``after`` (a relist after 410 Gone)."""
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        change = object_change(kind, name, before.get(name), after.get(name))
+        if change:
+            changes.append(change)
+    return changes
+
+
+# -- Slurm: node states as `scontrol show nodes --json` reports them -----------------------------
+
+# A node's state for the topology: down and drained nodes leave the usable map, everything else
+# (idle, allocated, mixed, powered down and up, completing...) is "up" and never an event.
+def slurm_availability(states):
+    flags = {str(state).upper() for state in states or []}
+    if flags & {"DOWN", "NOT_RESPONDING", "FAIL", "FUTURE"}:
+        return "down"
+    if flags & {"DRAIN", "DRAINED", "DRAINING"}:
+        return "drain"
+    return "up"
+
+
+def slurm_nodes(document):
+    """name -> availability from the JSON of ``scontrol show nodes --json``; clear error on bad input."""
+    if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
+        raise TopologyError("scontrol show nodes --json: no 'nodes' list in the output")
+    errors = document.get("errors") or []
+    if errors:
+        messages = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors[:3]
+                             if isinstance(e, dict)) or str(errors[:3])
+        raise TopologyError(f"scontrol show nodes --json reported errors: {messages}")
+    result = {}
+    for node in document["nodes"]:
+        if not isinstance(node, dict) or not isinstance(node.get("name"), str):
+            raise TopologyError("scontrol show nodes --json: a node without a name")
+        state = node.get("state")
+        result[node["name"]] = slurm_availability(state if isinstance(state, list) else [state])
+    return result
+
+
+def slurm_changes(before, after):
+    """Change records between two name -> availability maps: new, removed, down, drain, resume (up)."""
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if old is None:
+            change = "new"
+        elif new is None:
+            change = "removed"
+        else:
+            # Back to service: "up" after down, "resume" after a drain (what `scontrol update state=resume` ends).
+            change = new if new != "up" else ("up" if old == "down" else "resume")
+        changes.append({"kind": "slurm_node", "name": name, "change": change, "state": new, "previous": old})
+    return changes
