@@ -648,6 +648,13 @@ class ControlPlane:
         _start_scheduler(self, timeout)
         self._save()
 
+    def restart_apiserver(self, timeout: float = START_TIMEOUT) -> None:
+        """Stop kube-apiserver and start it again on the same port and certificates (etcd keeps running):
+        what a control-plane upgrade or crash looks like to watchers."""
+        _stop_process(self.dir, "kube-apiserver", self.processes.pop("kube-apiserver", None))
+        _start_apiserver(self, timeout)
+        self._save()
+
     def stop(self) -> list[str]:
         return stop(self.dir, self.processes)
 
@@ -764,7 +771,7 @@ def _start_components(plane: ControlPlane, timeout: float) -> None:
     _wait_ready("etcd", process, run_dir / "etcd.log", _health_check(f"{etcd_url}/health", expect='"true"'), timeout)
 
     pki = run_dir / "pki"
-    process = _spawn(run_dir, "kube-apiserver", detach=plane.state["detach"], argv=[
+    plane.state["apiserver_argv"] = [
         str(binaries / "kube-apiserver"),
         f"--etcd-servers={etcd_url}",
         "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
@@ -780,10 +787,15 @@ def _start_components(plane: ControlPlane, timeout: float) -> None:
         "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
         "--allow-privileged=true",
         *plane.state["apiserver_args"],
-    ])
+    ]
+    _start_apiserver(plane, timeout)
+
+
+def _start_apiserver(plane: ControlPlane, timeout: float) -> None:
+    process = _spawn(plane.dir, "kube-apiserver", detach=plane.state["detach"], argv=plane.state["apiserver_argv"])
     plane.processes["kube-apiserver"] = process
-    context = ssl.create_default_context(cafile=str(ca.cert_file))
-    _wait_ready("kube-apiserver", process, run_dir / "kube-apiserver.log",
+    context = ssl.create_default_context(cafile=str(plane.ca_file))
+    _wait_ready("kube-apiserver", process, plane.dir / "kube-apiserver.log",
                 _health_check(f"{plane.server}/readyz", context), timeout)
 
 

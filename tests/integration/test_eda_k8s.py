@@ -1,0 +1,171 @@
+"""The k8s_topology rulebook end to end: REAL ansible-rulebook, REAL kube-apiserver (tools/k8s_testbed.py).
+
+Proves: a rack of 18 nodes created in one burst becomes exactly one playbook run that labels all
+18; a node's nvidia.com/gpu.clique change moves its domain label; a deleted node disappears from
+the Slinky ConfigMap and the NFD objects; a kube-apiserver restart in the middle of the watch loses
+no change; the playbook's own label writes (and node status updates) never trigger a run; the
+regenerate endpoint refuses a request without the token and runs nothing for it, and the token
+appears in no event and no log line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+
+import pytest
+import yaml
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist, _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from tests.integration.eda_support import TOKEN, Rulebook, post_generate, require_rulebook, tls_files, wait_until
+from tests.integration.k8s_support import TEST_LABEL, client, make_nodes, new_id
+
+pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
+CLIQUE = "nvidia.com/gpu.clique"
+DOMAIN = "accelerator.topograph.run/domain"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rack(prefix, number, count=18):
+    return [f"{prefix}-r{number:02d}-n{n:02d}" for n in range(1, count + 1)]
+
+
+def clique(number):
+    return f"c0ffee.{number}"
+
+
+def setup_rulebook(k8s, namespace, test_id, tmp_path, delay=1):
+    """Inventory (what playbooks/k8s.yml reads) and rulebook variables (what the sources read)."""
+    inventory = tmp_path / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"k8s_topology": {"hosts": {
+        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+    selector = {TEST_LABEL: test_id}
+    (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump({
+        "topology_provider": {"name": "dra", "params": {"node_selector": selector},
+                              "creds": {"kubeconfig": str(k8s.kubeconfig)}},
+        "k8s_topology_auth": {"kubeconfig": str(k8s.kubeconfig)},
+        "k8s_topology_node_selector": selector,
+        "k8s_topology_nfd_namespace": namespace,
+        "k8s_topology_slinky": {"namespace": namespace, "configmap_name": "slurm-config", "plugin": "topology/block"},
+    }))
+    certfile, keyfile, cafile = tls_files(tmp_path)
+    port = free_port()
+    variables = {
+        "k8s_topology_auth": {"kubeconfig": str(k8s.kubeconfig)},
+        "k8s_topology_node_selector": selector,
+        "topology_debounce_delay": delay,
+        "topology_regenerate_token": TOKEN,
+        "topology_regenerate_certfile": certfile,
+        "topology_regenerate_keyfile": keyfile,
+        "topology_regenerate_port": port,
+    }
+    return inventory, variables, port, cafile
+
+
+def domains(api, test_id):
+    return {item["metadata"]["name"]: (item["metadata"].get("labels") or {}).get(DOMAIN)
+            for item in api.list(_k8s.node_path(), f"{TEST_LABEL}={test_id}")}
+
+
+def slinky_nodes(api, namespace):
+    conf = api.request("GET", _k8s.namespaced_path("/api/v1", namespace, "configmaps", "slurm-config"))
+    text = conf["data"]["topology.conf"]
+    return {name for hosts in re.findall(r"Nodes=(\S+)", text) for name in _hostlist.expand(hosts)}
+
+
+def nfd_text(api, namespace):
+    objects = api.list(_k8s.namespaced_path(reconcile.NFD_API, namespace, "nodefeatures")) + \
+        api.list(_k8s.namespaced_path(reconcile.NFD_API, namespace, "nodefeaturegroups"))
+    return json.dumps(objects)
+
+
+def node_changes(events):
+    return [event for event in events if any(c["kind"] == "node" for c in event["changes"])]
+
+
+def test_burst_clique_change_delete_and_refused_request(k8s, k8s_namespace, tmp_path):
+    require_rulebook()
+    k8s.install_nfd_crds()
+    test_id = new_id()
+    prefix = f"e{test_id}"
+    first = make_nodes(k8s, rack(prefix, 1, 2), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, 2)})
+    inventory, variables, port, cafile = setup_rulebook(k8s, k8s_namespace, test_id, tmp_path)
+    api = client(k8s.kubeconfig)
+
+    with Rulebook("k8s_topology", inventory, variables, tmp_path) as rulebook:
+        rulebook.wait_runs(1)  # the start-up sync publishes what exists
+        assert set(domains(api, test_id).values()) == {clique(1)}
+        assert rulebook.events()[0]["changes"][0]["change"] == "started"
+
+        # A new rack of 18 nodes, created in one burst: one event carrying all 18, one run.
+        new_rack = rack(prefix, 2)
+        make_nodes(k8s, new_rack, test_id, {n: {CLIQUE: clique(2)} for n in new_rack})
+        rulebook.wait_runs(2)
+        labelled = domains(api, test_id)
+        assert all(labelled[name] == clique(2) for name in new_rack), labelled
+        burst = node_changes(rulebook.events())
+        assert len(burst) == 1 and burst[0]["count"] == 18
+        assert sorted(c["name"] for c in burst[0]["changes"]) == new_rack
+        assert {c["change"] for c in burst[0]["changes"]} == {"added"}
+
+        # A node moves to another NVLink domain: its domain label follows.
+        moved = new_rack[0]
+        k8s.kubectl.patch("Node", moved, {"metadata": {"labels": {CLIQUE: clique(3)}}})
+        rulebook.wait_runs(3)
+        assert domains(api, test_id)[moved] == clique(3)
+        change = node_changes(rulebook.events())[-1]["changes"]
+        assert change == [{"kind": "node", "name": moved, "change": "modified",
+                           "fields": {CLIQUE: {"old": clique(2), "new": clique(3)}}}]
+
+        # A node is deleted: the Slinky ConfigMap and the NFD objects stop naming it.
+        gone = new_rack[5]
+        assert gone in slinky_nodes(api, k8s_namespace) and gone in nfd_text(api, k8s_namespace)
+        k8s.delete_nodes([gone])
+        rulebook.wait_runs(4)
+        assert gone not in slinky_nodes(api, k8s_namespace)
+        assert gone not in nfd_text(api, k8s_namespace)
+        assert set(first) <= slinky_nodes(api, k8s_namespace)
+
+        # Without the token, or with a wrong one: refused, nothing runs. With it: accepted, one run.
+        assert post_generate(port, cafile)[0] == 401
+        assert post_generate(port, cafile, token="not-the-token-at-all")[0] == 401
+        status, _body = post_generate(port, cafile, token=TOKEN, body=b'{"reason": "switch replaced"}')
+        assert status == 202
+        rulebook.wait_runs(5)
+        requests = [e for e in rulebook.events() if e["source"] == "aifactory.topology.regenerate"]
+        assert len(requests) == 1 and requests[0]["count"] == 1
+        assert requests[0]["changes"][0]["reason"] == "switch replaced"
+        # Every run so far had an event, and every event a run: the refused requests made neither,
+        # and the playbook's own label writes and status updates triggered nothing.
+        assert len(rulebook.events()) == rulebook.runs() == 5
+        assert TOKEN not in rulebook.log()
+
+
+def test_apiserver_restart_mid_watch_loses_no_change(k8s, k8s_namespace, tmp_path):
+    require_rulebook()
+    test_id = new_id()
+    prefix = f"w{test_id}"
+    nodes = make_nodes(k8s, rack(prefix, 1, 4), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, 4)})
+    inventory, variables, _port, _cafile = setup_rulebook(k8s, k8s_namespace, test_id, tmp_path)
+    variables["k8s_topology_slurmd_pod_selector"] = {}
+    api = client(k8s.kubeconfig)
+    with Rulebook("k8s_topology", inventory, variables, tmp_path) as rulebook:
+        rulebook.wait_runs(1)
+        k8s.restart_apiserver()
+        # Right after the restart, before the source has reconnected: a clique change and a new node.
+        k8s.kubectl.patch("Node", nodes[0], {"metadata": {"labels": {CLIQUE: clique(2)}}})
+        late = make_nodes(k8s, [f"{prefix}-r01-n05"], test_id, {f"{prefix}-r01-n05": {CLIQUE: clique(1)}})
+        wait_until(lambda: domains(api, test_id).get(nodes[0]) == clique(2)
+                   and domains(api, test_id).get(late[0]) == clique(1), 240,
+                   "the changes made during the restart to be labelled")
+        assert "watch interrupted" in rulebook.log()
+        changed = {c["name"] for e in node_changes(rulebook.events()) for c in e["changes"]}
+        assert changed == {nodes[0], late[0]}
