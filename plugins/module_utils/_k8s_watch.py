@@ -156,14 +156,16 @@ class ResourceWatcher:
         func, args = self._watch_func()
         self.watch = k8s_watch.Watch()
         kwargs = {"resource_version": self.resource_version, "allow_watch_bookmarks": True,
-                  "timeout_seconds": self.watch_timeout, "deserialize": False,
+                  "timeout_seconds": self.watch_timeout,
                   "_request_timeout": (10, self.watch_timeout + 30)}
         if self.label_selector:
             kwargs["label_selector"] = self.label_selector
+        # Deserialised events (the default): with deserialize=False the client's Watch cannot read an
+        # ERROR event (KeyError 'raw_object', kubernetes 37), and 410 Gone arrives as one.
         for event in self.watch.stream(func, *args, **kwargs):
             if self.stopped.is_set():
                 break
-            self.handle(event)
+            self.handle({"type": event.get("type"), "object": event.get("raw_object")})
 
     def run(self, relist_first=True):
         """The watch loop until ``stop()``; raises WatchFatal for errors waiting cannot fix."""

@@ -133,30 +133,37 @@ class Rulebook:
         return self.log().count("PLAY RECAP")
 
     def events(self):
-        """The topology_change payloads of the events ansible-rulebook matched, in order."""
+        """The topology_change payloads of the events ansible-rulebook received, in order.
+
+        ``--print-events`` prints each as a banner ``[received event]``, ``Event:`` and the event
+        as a Python literal over several lines, closed by a line of asterisks.
+        """
         found = []
-        for line in self.log().splitlines():
-            match = re.search(r"(\{'topology_change': .*\})\s*$", line) or \
-                re.search(r'(\{"topology_change": .*\})\s*$', line)
-            if match:
-                text = match.group(1)
-                try:
-                    found.append(ast.literal_eval(text)["topology_change"])
-                except (ValueError, SyntaxError):
-                    found.append(yaml.safe_load(text)["topology_change"])
+        for block in re.findall(r"\[received event\] \*+\n.*?\nEvent:\n(.*?)\n\*{20,}", self.log(), re.S):
+            event = ast.literal_eval(block)
+            if "topology_change" in event:
+                found.append(event["topology_change"])
         return found
 
     def alive(self):
         return self.process.poll() is None
 
-    def wait_runs(self, count, timeout=240):
+    def wait_for(self, condition, what, timeout=240):
+        """Poll ``condition`` while ansible-rulebook runs; its log tail in the error otherwise."""
         def done():
-            assert self.alive(), f"ansible-rulebook exited with {self.process.returncode}:\n{self.log()[-5000:]}"
-            return self.runs() >= count
+            if not self.alive():
+                raise AssertionError(f"ansible-rulebook exited with {self.process.returncode} while waiting for "
+                                     f"{what}:\n{self.log()[-5000:]}")
+            return condition()
         try:
-            wait_until(done, timeout, f"{count} playbook runs of {self.name}")
+            return wait_until(done, timeout, what)
         except AssertionError as exc:
+            if "exited with" in str(exc):
+                raise
             raise AssertionError(f"{exc}\n{self.log()[-5000:]}") from None
+
+    def wait_runs(self, count, timeout=240):
+        self.wait_for(lambda: self.runs() >= count, f"{count} playbook runs of {self.name}", timeout)
 
     def wait_exit(self, timeout=120):
         try:

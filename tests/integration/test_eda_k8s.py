@@ -19,7 +19,7 @@ import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist, _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
-from tests.integration.eda_support import TOKEN, Rulebook, post_generate, require_rulebook, tls_files, wait_until
+from tests.integration.eda_support import TOKEN, Rulebook, post_generate, require_rulebook, tls_files
 from tests.integration.k8s_support import TEST_LABEL, client, make_nodes, new_id
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
@@ -155,7 +155,6 @@ def test_apiserver_restart_mid_watch_loses_no_change(k8s, k8s_namespace, tmp_pat
     prefix = f"w{test_id}"
     nodes = make_nodes(k8s, rack(prefix, 1, 4), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, 4)})
     inventory, variables, _port, _cafile = setup_rulebook(k8s, k8s_namespace, test_id, tmp_path)
-    variables["k8s_topology_slurmd_pod_selector"] = {}
     api = client(k8s.kubeconfig)
     with Rulebook("k8s_topology", inventory, variables, tmp_path) as rulebook:
         rulebook.wait_runs(1)
@@ -163,9 +162,9 @@ def test_apiserver_restart_mid_watch_loses_no_change(k8s, k8s_namespace, tmp_pat
         # Right after the restart, before the source has reconnected: a clique change and a new node.
         k8s.kubectl.patch("Node", nodes[0], {"metadata": {"labels": {CLIQUE: clique(2)}}})
         late = make_nodes(k8s, [f"{prefix}-r01-n05"], test_id, {f"{prefix}-r01-n05": {CLIQUE: clique(1)}})
-        wait_until(lambda: domains(api, test_id).get(nodes[0]) == clique(2)
-                   and domains(api, test_id).get(late[0]) == clique(1), 240,
-                   "the changes made during the restart to be labelled")
+        rulebook.wait_for(lambda: domains(api, test_id).get(nodes[0]) == clique(2)
+                          and domains(api, test_id).get(late[0]) == clique(1),
+                          "the changes made during the restart to be labelled")
         assert "watch interrupted" in rulebook.log()
         changed = {c["name"] for e in node_changes(rulebook.events()) for c in e["changes"]}
         assert changed == {nodes[0], late[0]}

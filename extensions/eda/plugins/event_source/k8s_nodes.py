@@ -63,7 +63,7 @@ def _run_in_thread(loop, watcher):
         try:
             watcher.run(relist_first=False)
         except BaseException as exc:  # pylint: disable=broad-exception-caught  # handed to the event loop
-            loop.call_soon_threadsafe(lambda: done.done() or done.set_exception(exc))
+            loop.call_soon_threadsafe(lambda error=exc: done.done() or done.set_exception(error))
         else:
             loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
 
