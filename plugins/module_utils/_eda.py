@@ -29,6 +29,21 @@ MAX_CHANGES_KEPT = 500  # an event stays small however large the burst; ``count`
 RULEBOOK_ARGS = {"eda_feedback_queue"}
 
 
+def _undefined_variable(value):
+    """The name of an undefined rulebook variable in ``value`` (at any depth), else None.
+
+    ansible-rulebook renders a source argument that is just ``{{ name }}`` with Jinja's native
+    environment, which hands over the Undefined object instead of raising.
+    """
+    if isinstance(value, dict):
+        return next(filter(None, map(_undefined_variable, value.values())), None)
+    if isinstance(value, list):
+        return next(filter(None, map(_undefined_variable, value)), None)
+    if any(cls.__name__ == "Undefined" and cls.__module__.startswith("jinja2") for cls in type(value).__mro__):
+        return getattr(value, "_undefined_name", None) or "?"
+    return None
+
+
 class SourceArgs:
     """Typed access to a source's arguments; every key must be declared, every value checked."""
 
@@ -42,6 +57,10 @@ class SourceArgs:
                                 f"known: {', '.join(sorted(spec))}")
         for name, (kind, default) in spec.items():
             value = args.get(name)
+            missing = _undefined_variable(value)
+            if missing:
+                raise TopologyError(f"{source}: option {name!r}: the rulebook variable {missing!r} is undefined "
+                                    "(give it with --vars or --env-vars)")
             self.values[name] = default if value is None else self._convert(name, kind, value)
 
     def _convert(self, name, kind, value):
