@@ -1,0 +1,137 @@
+"""plugins/module_utils/_eda.py: argument checks, the trailing debounce, and what counts as a change."""
+
+from __future__ import annotations
+
+import asyncio
+
+import jinja2
+import jinja2.nativetypes
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+SPEC = {"interval": ("float", 10.0), "names": ("list", ["a"]), "flag": ("bool", True), "port": ("int", 1),
+        **_eda.DEBOUNCE_SPEC}
+
+
+def test_source_args_defaults_conversions_and_errors():
+    args = _eda.SourceArgs("src", {"interval": "2.5", "flag": "no", "port": "8080", "eda_feedback_queue": object()},
+                           SPEC)
+    assert (args["interval"], args["names"], args["flag"], args["port"], args["delay"], args["max_wait"]) == \
+        (2.5, ["a"], False, 8080, 15.0, 120.0)
+    with pytest.raises(TopologyError, match=r"src: unknown option\(s\) 'intervall'; known: delay, flag"):
+        _eda.SourceArgs("src", {"intervall": 1}, SPEC)
+    for bad, message in (({"interval": "soon"}, "option 'interval' must be a number"),
+                         ({"interval": -1}, "must be >= 0"), ({"flag": "maybe"}, "must be true or false"),
+                         ({"port": "80.5"}, "must be a whole number"), ({"names": [""]}, "non-empty strings")):
+        with pytest.raises(TopologyError, match=message):
+            _eda.SourceArgs("src", bad, SPEC)
+
+
+def test_undefined_rulebook_variable_is_named():
+    # What ansible-rulebook hands over for "{{ name }}" when name is not defined.
+    env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
+    undefined = env.from_string("{{ my_token }}").render({})
+    with pytest.raises(TopologyError, match="option 'names': the rulebook variable 'my_token' is undefined"):
+        _eda.SourceArgs("src", {"names": [undefined]}, SPEC)
+
+
+def run_debouncer(script, delay, max_wait):
+    """Run ``script(debouncer, events)`` on a real event loop; the events the debouncer put."""
+    events = []
+
+    async def put(event):
+        events.append(event[_eda.EVENT_KEY])
+
+    async def main():
+        debouncer = _eda.Debouncer(put, "src", delay=delay, max_wait=max_wait)
+        debouncer.start()
+        try:
+            await script(debouncer, events)
+        finally:
+            await debouncer.stop()
+
+    asyncio.run(main())
+    return events
+
+
+async def until(condition):
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+def test_a_burst_becomes_one_event_with_every_change():
+    async def script(debouncer, events):
+        for number in range(100):
+            debouncer.add({"name": f"n{number}"})
+        await until(lambda: events)
+        debouncer.add({"name": "later"})
+        await until(lambda: len(events) == 2)
+
+    events = run_debouncer(script, delay=0.05, max_wait=5)
+    assert [e["count"] for e in events] == [100, 1]
+    assert [c["name"] for c in events[0]["changes"]] == [f"n{n}" for n in range(100)]
+    assert events[1]["changes"] == [{"name": "later"}] and not events[0]["truncated"]
+
+
+def test_max_wait_bounds_a_burst_that_never_pauses():
+    async def script(debouncer, events):
+        while not events:  # a change every 10 ms, longer than max_wait in total
+            debouncer.add({"name": "x"})
+            await asyncio.sleep(0.01)
+
+    events = run_debouncer(script, delay=0.2, max_wait=0.3)
+    assert events[0]["count"] >= 2 and events[0]["waited"] >= 0.3
+
+
+def test_a_huge_burst_keeps_the_event_bounded():
+    async def script(debouncer, events):
+        for number in range(_eda.MAX_CHANGES_KEPT + 10):
+            debouncer.add({"name": number})
+        await until(lambda: events)
+
+    event = run_debouncer(script, delay=0.01, max_wait=1)[0]
+    assert event["count"] == _eda.MAX_CHANGES_KEPT + 10 and len(event["changes"]) == _eda.MAX_CHANGES_KEPT
+    assert event["truncated"]
+
+
+def test_max_wait_shorter_than_delay_is_refused():
+    with pytest.raises(TopologyError, match=r"max_wait \(1 s\) must not be shorter than delay \(2 s\)"):
+        _eda.Debouncer(None, "src", delay=2, max_wait=1)
+
+
+def test_node_changes_only_for_watched_labels():
+    watched = ("nvidia.com/gpu.clique",)
+    node = {"metadata": {"name": "n1", "labels": {"nvidia.com/gpu.clique": "a.1", "other": "x"}}}
+    digest = _eda.node_digest(node, watched)
+    assert digest == {"nvidia.com/gpu.clique": "a.1"}
+    relabelled = {"metadata": {"name": "n1", "labels": {"nvidia.com/gpu.clique": "a.1", "other": "y",
+                                                         "fabric.topograph.run/tier-0": "leaf"}}}
+    assert _eda.object_change("node", "n1", digest, _eda.node_digest(relabelled, watched)) is None
+    moved = _eda.node_digest({"metadata": {"labels": {"nvidia.com/gpu.clique": "a.2"}}}, watched)
+    assert _eda.object_change("node", "n1", digest, moved) == {
+        "kind": "node", "name": "n1", "change": "modified",
+        "fields": {"nvidia.com/gpu.clique": {"old": "a.1", "new": "a.2"}}}
+    assert _eda.state_diff("node", {"n1": digest, "n2": {}}, {"n1": moved, "n3": {}}) == [
+        _eda.object_change("node", "n1", digest, moved),
+        {"kind": "node", "name": "n2", "change": "removed"},
+        {"kind": "node", "name": "n3", "change": "added", "labels": {}}]
+    assert _eda.pod_digest({"spec": {"nodeName": "n1"}}) == {"node": "n1"}
+
+
+def test_slurm_states_and_changes():
+    document = {"nodes": [{"name": "a", "state": ["IDLE", "CLOUD", "POWERED_DOWN"]},
+                          {"name": "b", "state": ["DOWN", "NOT_RESPONDING"]},
+                          {"name": "c", "state": ["MIXED", "DRAIN"]},
+                          {"name": "d", "state": "ALLOCATED"}], "errors": []}
+    states = _eda.slurm_nodes(document)
+    assert states == {"a": "up", "b": "down", "c": "drain", "d": "up"}
+    later = {"a": "up", "b": "up", "c": "up", "e": "up"}
+    assert [(c["name"], c["change"]) for c in _eda.slurm_changes(states, later)] == [
+        ("b", "up"), ("c", "resume"), ("d", "removed"), ("e", "new")]
+    assert _eda.slurm_changes(states, dict(states)) == []
+    with pytest.raises(TopologyError, match="no 'nodes' list"):
+        _eda.slurm_nodes({"meta": {}})
+    with pytest.raises(TopologyError, match="reported errors: Unable to contact slurmctld"):
+        _eda.slurm_nodes({"nodes": [], "errors": [{"description": "Unable to contact slurmctld"}]})
