@@ -10,9 +10,13 @@ appears in no event and no log line.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
+import runpy
 import socket
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,11 +24,12 @@ import yaml
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist, _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
 from tests.integration.eda_support import TOKEN, Rulebook, post_generate, require_rulebook, tls_files
-from tests.integration.k8s_support import TEST_LABEL, client, make_nodes, new_id
+from tests.integration.k8s_support import TEST_LABEL, apply_rbac, client, make_nodes, new_id
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
 CLIQUE = "nvidia.com/gpu.clique"
 DOMAIN = "accelerator.topograph.run/domain"
+SOURCES = Path(__file__).resolve().parents[2] / "extensions" / "eda" / "plugins" / "event_source"
 
 
 def free_port():
@@ -168,3 +173,57 @@ def test_apiserver_restart_mid_watch_loses_no_change(k8s, k8s_namespace, tmp_pat
         assert "watch interrupted" in rulebook.log()
         changed = {c["name"] for e in node_changes(rulebook.events()) for c in e["changes"]}
         assert changed == {nodes[0], late[0]}
+
+
+def run_source(args, until_events, timeout=120):
+    """Run the k8s_nodes source's main() in this process until ``until_events(events)`` holds."""
+    module = runpy.run_path(str(SOURCES / "k8s_nodes.py"))
+    events = []
+
+    class Queue:
+        @staticmethod
+        async def put(event):
+            events.append(event["topology_change"])
+
+    async def main():
+        task = asyncio.ensure_future(module["main"](Queue(), args))
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not until_events(events):
+            if task.done():
+                task.result()  # raises the source's error
+                raise AssertionError("the source ended")
+            assert asyncio.get_running_loop().time() < deadline, f"timed out; events: {events}"
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return events
+
+    return asyncio.run(main())
+
+
+def test_watch_rbac_is_enough_and_needed(k8s, k8s_namespace):
+    test_id = new_id()
+    prefix = f"r{test_id}"
+    names = make_nodes(k8s, rack(prefix, 1, 2), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, 2)})
+    kubeconfig = apply_rbac(k8s, "k8s_nodes_watch.yaml", f"watcher-{test_id}", k8s_namespace, test_id)
+    args = {"kubeconfig": str(kubeconfig), "node_selector": {TEST_LABEL: test_id}, "delay": 0.2, "max_wait": 5,
+            "ready_timeout": 30}
+    patched = []
+
+    def moved(events):
+        # The start-up event comes after the node list: a change from then on is in the watch.
+        if events and not patched:
+            k8s.kubectl.patch("Node", names[0], {"metadata": {"labels": {CLIQUE: clique(2)}}})
+            patched.append(names[0])
+        return len(events) >= 2
+
+    events = run_source(args, moved)
+    assert events[0]["changes"] == [{"kind": "source", "name": "aifactory.topology.k8s_nodes", "change": "started",
+                                     "nodes": 2}]
+    assert events[1]["changes"] == [{"kind": "node", "name": names[0], "change": "modified",
+                                     "fields": {CLIQUE: {"old": clique(1), "new": clique(2)}}}]
+
+    nobody = k8s.user_kubeconfig(f"nobody-{test_id}")
+    with pytest.raises(Exception, match=r"cannot list nodes: GET /api/v1/nodes: HTTP 403"):
+        run_source(dict(args, kubeconfig=str(nobody)), lambda e: False)

@@ -22,6 +22,7 @@ one event at start, so changes made while nothing watched are applied), ``ready_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -59,13 +60,18 @@ def _run_in_thread(loop, watcher):
     """Run ``watcher.run`` on a daemon thread (a blocked read must not hold the process at exit)."""
     done = loop.create_future()
 
+    def finish(error=None):
+        if not done.done():
+            done.set_result(None) if error is None else done.set_exception(error)
+
     def target():
+        error = None
         try:
             watcher.run(relist_first=False)
         except BaseException as exc:  # pylint: disable=broad-exception-caught  # handed to the event loop
-            loop.call_soon_threadsafe(lambda error=exc: done.done() or done.set_exception(error))
-        else:
-            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the source has ended, nobody waits
+            loop.call_soon_threadsafe(finish, error)
 
     threading.Thread(target=target, name=f"{SOURCE}-{watcher.kind}", daemon=True).start()
     return done
