@@ -24,7 +24,8 @@ OUTPUT := $(ROOT)/tests/output
 # segment report's browser test (chromium, headless) need.
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
-APT_PACKAGES := debootstrap lua5.1 shellcheck chromium
+# openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
+APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
@@ -38,6 +39,9 @@ ifdef CI
 export ANSIBLE_NOCOLOR := 1
 endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# ansible-rulebook (EDA tests, docs/event-driven.md) loads the JVM from JAVA_HOME.
+JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-*))
+export JAVA_HOME
 export DEBIAN_FRONTEND := noninteractive
 
 # Steps of `make test`, in order; the first failure stops the run.
@@ -187,7 +191,10 @@ build: venv
 	if grep -E '^(\.venv|\.collections|\.git|\.ci|build|tests/output)(/|$$)' <<<"$$listing"; then \
 	  echo "ERROR: $$artifact contains development state (listed above)"; exit 1; \
 	fi; \
-	for f in meta/runtime.yml meta/execution-environment.yml requirements.txt bindep.txt LICENSE; do \
+	for f in meta/runtime.yml meta/execution-environment.yml requirements.txt bindep.txt LICENSE \
+	         extensions/eda/rulebooks/k8s_topology.yml extensions/eda/rulebooks/slurm_topology.yml \
+	         extensions/eda/plugins/event_source/k8s_nodes.py extensions/eda/plugins/event_source/slurm_nodes.py \
+	         extensions/eda/plugins/event_source/regenerate.py; do \
 	  grep -qx "$$f" <<<"$$listing" || { echo "ERROR: $$artifact lacks $$f"; exit 1; }; \
 	done; \
 	scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \

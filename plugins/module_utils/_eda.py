@@ -224,8 +224,11 @@ def node_digest(obj, watched_labels):
 
 
 def pod_digest(obj, _watched_labels=()):
-    """What of a Pod the topology depends on: the node it runs on (Slinky's slurmd pods)."""
-    return {"node": (obj.get("spec") or {}).get("nodeName") or ""}
+    """What of a Pod the topology depends on: the node it runs on and whether it is Ready (Slinky's
+    slurmd pods; Topograph's Node Observer also triggers on their Ready transitions)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+    return {"node": (obj.get("spec") or {}).get("nodeName") or "", "ready": ready}
 
 
 def object_change(kind, name, old, new):

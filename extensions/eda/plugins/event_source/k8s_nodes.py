@@ -6,7 +6,7 @@ Lists, then watches Nodes (``node_selector``) and, with ``pod_selector``, Pods (
 pods); resumes from the last resourceVersion (bookmarks included), lists again after ``410 Gone``,
 reconnects with bounded backoff, and waits for the API server's ``/readyz`` at start. An event is
 put only for a node added or removed, a watched label changed (``watch_labels``, default
-``nvidia.com/gpu.clique``) or a pod added, removed or moved; heartbeats and status updates never
+``nvidia.com/gpu.clique``) or a pod added, removed, moved or turned Ready or not Ready; heartbeats and status updates never
 make one. Changes are debounced (``delay``, ``max_wait``): a burst becomes one event
 ``{"topology_change": {"source", "count", "changes", ...}}``.
 
@@ -62,7 +62,10 @@ def _run_in_thread(loop, watcher):
 
     def finish(error=None):
         if not done.done():
-            done.set_result(None) if error is None else done.set_exception(error)
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
 
     def target():
         error = None

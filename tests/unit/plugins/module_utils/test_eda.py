@@ -117,7 +117,10 @@ def test_node_changes_only_for_watched_labels():
         _eda.object_change("node", "n1", digest, moved),
         {"kind": "node", "name": "n2", "change": "removed"},
         {"kind": "node", "name": "n3", "change": "added", "labels": {}}]
-    assert _eda.pod_digest({"spec": {"nodeName": "n1"}}) == {"node": "n1"}
+    assert _eda.pod_digest({"spec": {"nodeName": "n1"}}) == {"node": "n1", "ready": False}
+    ready = {"spec": {"nodeName": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert _eda.object_change("pod", "ns/p", _eda.pod_digest({"spec": {"nodeName": "n1"}}), _eda.pod_digest(ready)) \
+        == {"kind": "pod", "name": "ns/p", "change": "modified", "fields": {"ready": {"old": False, "new": True}}}
 
 
 def test_slurm_states_and_changes():
