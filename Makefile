@@ -216,6 +216,10 @@ build: venv
 	grep -q 'BlockName=r1 Nodes=n\[1-2\]\\nBlockName=r2\\nBlockSizes=2' run.txt || { \
 	  cat run.txt; echo "ERROR: the installed slurm_topology module rendered something unexpected"; exit 1; }; \
 	echo "build: the installed collection renders topology.conf" | tee -a "$(OUTPUT)/build.log"; \
+	"$(VENV)/bin/python" -c 'import runpy, sys; [runpy.run_path(p)["main"] for p in sys.argv[1:]]' \
+	  "$$scratch"/ansible_collections/aifactory/topology/extensions/eda/plugins/event_source/*.py \
+	  || { echo "ERROR: the installed EDA event sources do not load as ansible-rulebook loads them"; exit 1; }; \
+	echo "build: the installed EDA event sources load (as ansible-rulebook runs them)" | tee -a "$(OUTPUT)/build.log"; \
 	echo "build: $$artifact OK ($$(wc -l <<<"$$listing") entries)" | tee -a "$(OUTPUT)/build.log"
 
 ## Other ------------------------------------------------------------------------------
