@@ -39,7 +39,7 @@ import k8s_testbed  # noqa: E402
 import slurm_testbed  # noqa: E402
 from tests.integration import eda_support  # noqa: E402
 from tests.integration.k8s_support import TEST_LABEL, client, make_nodes  # noqa: E402
-from tests.integration.test_eda_k8s import CLIQUE, DOMAIN, domains, free_port, setup_rulebook  # noqa: E402
+from tests.integration.test_eda_k8s import CLIQUE, domains, setup_rulebook  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -121,7 +121,7 @@ def idle(plane, workdir, quiet, ctld=None, root=None):
     certfile, keyfile, _ca = eda_support.tls_files(workdir)
     runs = {"k8s_nodes": {"kubeconfig": str(plane.kubeconfig), "node_selector": {TEST_LABEL: "idle"}},
             "regenerate": {"token": eda_support.TOKEN, "certfile": certfile, "keyfile": keyfile,
-                           "port": free_port()}}
+                           "port": eda_support.free_port()}}
     if ctld is not None:
         runs["slurm_nodes"] = {"scontrol": ["chroot", str(root), "scontrol"],
                                "slurm_conf": f"{ctld.conf_dir}/slurm.conf"}

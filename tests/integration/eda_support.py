@@ -18,7 +18,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -32,6 +31,7 @@ sys.path.insert(0, str(REPO / "tools"))
 import k8s_testbed  # noqa: E402  (tools/ is not a package)
 
 TOKEN = "s3cret-regenerate-token-0123456789"
+free_port = k8s_testbed.free_port
 
 
 def java_home():
@@ -75,17 +75,6 @@ def post_generate(port, cafile, token=None, body=b"{}"):
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-def wait_until(condition, timeout, what, interval=0.2):
-    end = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)  # polling interval of a condition, not a synchronisation sleep
 
 
 class Rulebook:
@@ -156,10 +145,8 @@ class Rulebook:
                                      f"{what}:\n{self.log()[-5000:]}")
             return condition()
         try:
-            return wait_until(done, timeout, what)
-        except AssertionError as exc:
-            if "exited with" in str(exc):
-                raise
+            return k8s_testbed.wait_until(done, timeout=timeout, what=what)
+        except TimeoutError as exc:
             raise AssertionError(f"{exc}\n{self.log()[-5000:]}") from None
 
     def wait_runs(self, count, timeout=240):

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import yaml
 
-from tests.integration.eda_support import TOKEN, Rulebook, require_rulebook, tls_files
-from tests.integration.test_eda_k8s import free_port
+from tests.integration.eda_support import TOKEN, Rulebook, free_port, require_rulebook, tls_files
 
 API_KEY = "eyJhbGciOiJSUzI1NiJ9.never-in-a-log-line.0123456789"
 

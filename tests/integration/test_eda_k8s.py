@@ -15,7 +15,6 @@ import contextlib
 import json
 import re
 import runpy
-import socket
 from pathlib import Path
 
 import pytest
@@ -23,19 +22,13 @@ import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist, _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
-from tests.integration.eda_support import TOKEN, Rulebook, post_generate, require_rulebook, tls_files
+from tests.integration.eda_support import TOKEN, Rulebook, free_port, post_generate, require_rulebook, tls_files
 from tests.integration.k8s_support import TEST_LABEL, apply_rbac, client, make_nodes, new_id
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
 CLIQUE = "nvidia.com/gpu.clique"
 DOMAIN = "accelerator.topograph.run/domain"
 SOURCES = Path(__file__).resolve().parents[2] / "extensions" / "eda" / "plugins" / "event_source"
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def rack(prefix, number, count=18):
@@ -96,13 +89,18 @@ def node_changes(events):
     return [event for event in events if any(c["kind"] == "node" for c in event["changes"])]
 
 
-def test_burst_clique_change_delete_and_refused_request(k8s, k8s_namespace, tmp_path):
+def first_rack(k8s, namespace, tmp_path, letter, nodes):
+    """A test id, ``nodes`` nodes of rack 1 in clique 1, and the rulebook's inventory and variables."""
     require_rulebook()
-    k8s.install_nfd_crds()
     test_id = new_id()
-    prefix = f"e{test_id}"
-    first = make_nodes(k8s, rack(prefix, 1, 2), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, 2)})
-    inventory, variables, port, cafile = setup_rulebook(k8s, k8s_namespace, test_id, tmp_path)
+    prefix = f"{letter}{test_id}"
+    names = make_nodes(k8s, rack(prefix, 1, nodes), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, nodes)})
+    return (test_id, prefix, names) + setup_rulebook(k8s, namespace, test_id, tmp_path)
+
+
+def test_burst_clique_change_delete_and_refused_request(k8s, k8s_namespace, tmp_path):
+    k8s.install_nfd_crds()
+    test_id, prefix, first, inventory, variables, port, cafile = first_rack(k8s, k8s_namespace, tmp_path, "e", 2)
     api = client(k8s.kubeconfig)
 
     with Rulebook("k8s_topology", inventory, variables, tmp_path) as rulebook:
@@ -155,11 +153,7 @@ def test_burst_clique_change_delete_and_refused_request(k8s, k8s_namespace, tmp_
 
 
 def test_apiserver_restart_mid_watch_loses_no_change(k8s, k8s_namespace, tmp_path):
-    require_rulebook()
-    test_id = new_id()
-    prefix = f"w{test_id}"
-    nodes = make_nodes(k8s, rack(prefix, 1, 4), test_id, {n: {CLIQUE: clique(1)} for n in rack(prefix, 1, 4)})
-    inventory, variables, _port, _cafile = setup_rulebook(k8s, k8s_namespace, test_id, tmp_path)
+    test_id, prefix, nodes, inventory, variables, _port, _cafile = first_rack(k8s, k8s_namespace, tmp_path, "w", 4)
     api = client(k8s.kubeconfig)
     with Rulebook("k8s_topology", inventory, variables, tmp_path) as rulebook:
         rulebook.wait_runs(1)

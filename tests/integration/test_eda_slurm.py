@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.eda_support import TOKEN, Rulebook, require_rulebook, tls_files
-from tests.integration.test_role_slurm_topology import base_slurm_conf, blocks, write_inventory
-from tests.integration.test_eda_k8s import free_port
+from tests.integration.eda_support import TOKEN, Rulebook, free_port, require_rulebook, tls_files
+from tests.integration.test_role_slurm_topology import (  # noqa: F401  (slurm_root is a fixture)
+    base_slurm_conf,
+    blocks,
+    slurm_root,
+    write_inventory,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
@@ -24,14 +28,6 @@ import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
 NODE = "gb200-r01-n01"
-
-
-@pytest.fixture(scope="module")
-def slurm_root():
-    reason = testbed.unavailable_reason()
-    if reason:
-        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
-    return testbed.build()
 
 
 def rulebook_vars(root, conf_dir, tmp_path, **extra):
