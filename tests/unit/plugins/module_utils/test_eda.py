@@ -106,8 +106,8 @@ def test_node_changes_only_for_watched_labels():
     node = {"metadata": {"name": "n1", "labels": {"nvidia.com/gpu.clique": "a.1", "other": "x"}}}
     digest = _eda.node_digest(node, watched)
     assert digest == {"nvidia.com/gpu.clique": "a.1"}
-    relabelled = {"metadata": {"name": "n1", "labels": {"nvidia.com/gpu.clique": "a.1", "other": "y",
-                                                         "fabric.topograph.run/tier-0": "leaf"}}}
+    labels = {"nvidia.com/gpu.clique": "a.1", "other": "y", "fabric.topograph.run/tier-0": "leaf"}
+    relabelled = {"metadata": {"name": "n1", "labels": labels}}
     assert _eda.object_change("node", "n1", digest, _eda.node_digest(relabelled, watched)) is None
     moved = _eda.node_digest({"metadata": {"labels": {"nvidia.com/gpu.clique": "a.2"}}}, watched)
     assert _eda.object_change("node", "n1", digest, moved) == {
