@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -179,7 +178,7 @@ def main():
             nodes = {f"gb200-r{r:02d}-n{n:02d}" for r in range(1, 5) for n in range(1, 19)}
             with slurm_testbed.slurmctld(root, {"slurm.conf": slurm_testbed.slurm_conf(nodes)}) as ctld:
                 start = time.monotonic()
-                for _ in range(10):
+                for _call in range(10):
                     ctld.run("scontrol", "show", "nodes", "--json")
                 results["scontrol_show_nodes_json_s"] = round((time.monotonic() - start) / 10, 3)
                 results["idle"] = idle(plane, workdir, options.quiet, ctld, root)

@@ -17,6 +17,7 @@ is shared code here rather than a filter (docs/event-driven.md).
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
@@ -72,7 +73,7 @@ class SourceArgs:
                 number = float(value)
             except (TypeError, ValueError):
                 raise TopologyError(f"{where} must be a number, not {value!r}") from None
-            if number < 0 or number != number:
+            if number < 0 or not math.isfinite(number):
                 raise TopologyError(f"{where} must be >= 0, not {value!r}")
             return number
         if kind == "int":

@@ -69,7 +69,7 @@ def check(args):
 
 
 def authorized(request, token):
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    scheme, _space, given = request.headers.get("Authorization", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
