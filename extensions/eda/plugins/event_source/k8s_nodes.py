@@ -6,8 +6,8 @@ Lists, then watches Nodes (``node_selector``) and, with ``pod_selector``, Pods (
 pods); resumes from the last resourceVersion (bookmarks included), lists again after ``410 Gone``,
 reconnects with bounded backoff, and waits for the API server's ``/readyz`` at start. An event is
 put only for a node added or removed, a watched label changed (``watch_labels``, default
-``nvidia.com/gpu.clique``) or a pod added, removed, moved or turned Ready or not Ready; heartbeats and status updates never
-make one. Changes are debounced (``delay``, ``max_wait``): a burst becomes one event
+``nvidia.com/gpu.clique``) or a pod added, removed, moved or turned Ready or not Ready; heartbeats
+and status updates never make one. Changes are debounced (``delay``, ``max_wait``): a burst becomes one event
 ``{"topology_change": {"source", "count", "changes", ...}}``.
 
 Options: the Kubernetes connection options of the collection's modules (``kubeconfig``, ``context``,
