@@ -221,3 +221,25 @@ def test_watch_rbac_is_enough_and_needed(k8s, k8s_namespace):
     nobody = k8s.user_kubeconfig(f"nobody-{test_id}")
     with pytest.raises(Exception, match=r"cannot list nodes: GET /api/v1/nodes: HTTP 403"):
         run_source(dict(args, kubeconfig=str(nobody)), lambda e: False)
+
+
+def test_slurmd_pods_are_watched_too(k8s, k8s_namespace):
+    test_id = new_id()
+    args = {"kubeconfig": str(k8s.kubeconfig), "node_selector": {TEST_LABEL: test_id}, "delay": 0.2, "max_wait": 5,
+            "pod_selector": {"app.kubernetes.io/name": "slurmd"}, "pod_namespace": k8s_namespace}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "slurmd-0", "namespace": k8s_namespace, "labels": {"app.kubernetes.io/name": "slurmd"}},
+           "spec": {"containers": [{"name": "slurmd", "image": "slurmd:test"}]}}
+    other = dict(pod, metadata={"name": "web-0", "namespace": k8s_namespace, "labels": {"app": "web"}})
+    created = []
+
+    def pod_added(events):
+        if events and not created:  # listening: the start-up event came after the lists
+            k8s.kubectl.create(other)
+            k8s.kubectl.create(pod)
+            created.append(True)
+        return len(events) >= 2
+
+    events = run_source(args, pod_added)
+    assert events[1]["changes"] == [{"kind": "pod", "name": f"{k8s_namespace}/slurmd-0", "change": "added",
+                                     "node": "", "ready": False}]
