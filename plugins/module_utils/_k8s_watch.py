@@ -59,7 +59,7 @@ def wait_ready(client, timeout, sleep=time.sleep, clock=time.monotonic):
             last = cause.__class__.__name__
         if clock() + delay > deadline:
             raise TopologyError(f"the Kubernetes API server {client.host} is not ready after {timeout:g} s "
-                                     f"({last}); check host/kubeconfig and that the server runs")
+                                f"({last}); check host/kubeconfig and that the server runs")
         sleep(delay)
         delay = min(delay * 2, 5.0)
 
