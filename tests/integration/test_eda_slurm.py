@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.eda_support import TOKEN, Rulebook, free_port, require_rulebook, tls_files
-from tests.integration.test_role_slurm_topology import (  # noqa: F401  # pylint: disable=unused-import  (slurm_root: fixture)
+# slurm_root is a pytest fixture: imported to be used as one.
+from tests.integration.test_role_slurm_topology import (  # noqa: F401  # pylint: disable=unused-import
     base_slurm_conf,
     blocks,
     slurm_root,
