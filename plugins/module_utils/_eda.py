@@ -20,8 +20,13 @@ import asyncio
 import math
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    AifactoryTopologyError,
+    RemoteAPIError,
+    TopologyError,
+)
 
+__all__ = ["AifactoryTopologyError", "RemoteAPIError", "TopologyError"]  # re-exported for the event sources
 EVENT_KEY = "topology_change"
 DEFAULT_DELAY = 15.0
 DEFAULT_MAX_WAIT = 120.0
@@ -274,18 +279,18 @@ def slurm_availability(states):
 
 
 def slurm_nodes(document):
-    """name -> availability from the JSON of ``scontrol show nodes --json``; clear error on bad input."""
+    """name -> availability from the JSON of ``scontrol show nodes --json``; RemoteAPIError on bad output."""
     if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
-        raise TopologyError("scontrol show nodes --json: no 'nodes' list in the output")
+        raise RemoteAPIError("scontrol show nodes --json: no 'nodes' list in the output")
     errors = document.get("errors") or []
     if errors:
         messages = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors[:3]
                              if isinstance(e, dict)) or str(errors[:3])
-        raise TopologyError(f"scontrol show nodes --json reported errors: {messages}")
+        raise RemoteAPIError(f"scontrol show nodes --json reported errors: {messages}")
     result = {}
     for node in document["nodes"]:
         if not isinstance(node, dict) or not isinstance(node.get("name"), str):
-            raise TopologyError("scontrol show nodes --json: a node without a name")
+            raise RemoteAPIError("scontrol show nodes --json: a node without a name")
         state = node.get("state")
         result[node["name"]] = slurm_availability(state if isinstance(state, list) else [state])
     return result

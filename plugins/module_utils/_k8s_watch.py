@@ -19,7 +19,7 @@ import threading
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError
 
 try:
     import urllib3
@@ -32,7 +32,7 @@ FATAL_STATUS = (400, 401, 403, 404)
 WATCH_TIMEOUT = 300  # the server ends each watch after this many seconds; the watcher resumes it
 
 
-class WatchFatal(TopologyError):
+class WatchFatal(RemoteAPIError):
     """An error that waiting cannot fix (credentials, RBAC, a bad selector)."""
 
 
@@ -58,8 +58,8 @@ def wait_ready(client, timeout, sleep=time.sleep, clock=time.monotonic):
                                  "the API server's certificate") from None
             last = cause.__class__.__name__
         if clock() + delay > deadline:
-            raise TopologyError(f"the Kubernetes API server {client.host} is not ready after {timeout:g} s "
-                                f"({last}); check host/kubeconfig and that the server runs")
+            raise RemoteAPIError(f"the Kubernetes API server {client.host} is not ready after {timeout:g} s "
+                                 f"({last}); check host/kubeconfig and that the server runs")
         sleep(delay)
         delay = min(delay * 2, 5.0)
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist, _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_reconcile as reconcile
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 from tests.integration.eda_support import TOKEN, Rulebook, free_port, post_generate, require_rulebook, tls_files
 from tests.integration.k8s_support import TEST_LABEL, apply_rbac, client, make_nodes, new_id
 
@@ -80,8 +80,8 @@ def slinky_nodes(api, namespace):
 
 
 def nfd_text(api, namespace):
-    objects = api.list(_k8s.namespaced_path(reconcile.NFD_API, namespace, "nodefeatures")) + \
-        api.list(_k8s.namespaced_path(reconcile.NFD_API, namespace, "nodefeaturegroups"))
+    objects = api.list(_k8s.namespaced_path(k8s_objects.NFD_API, namespace, "nodefeatures")) + \
+        api.list(_k8s.namespaced_path(k8s_objects.NFD_API, namespace, "nodefeaturegroups"))
     return json.dumps(objects)
 
 

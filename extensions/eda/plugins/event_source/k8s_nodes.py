@@ -35,7 +35,7 @@ except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/a
     from ansible_collections.aifactory.topology.plugins.module_utils import _eda
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_watch
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import check_label_key
+from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.kubernetes_nodes import GPU_CLIQUE_LABEL
 
 SOURCE = "aifactory.topology.k8s_nodes"
@@ -115,7 +115,7 @@ async def main(queue, args):
             try:
                 await asyncio.to_thread(watcher.relist, False)
             except _k8s.K8sError as exc:
-                raise _eda.TopologyError(f"{SOURCE}: cannot list {watcher.kind}s: {exc}") from None
+                raise _eda.RemoteAPIError(f"{SOURCE}: cannot list {watcher.kind}s: {exc}") from None
         LOG.info("%s: watching %d nodes%s", SOURCE, len(watchers[0].known),
                  f" and {len(watchers[1].known)} pods" if pod_selector else "")
         if args["initial_sync"]:

@@ -42,7 +42,7 @@ MAX_OUTPUT = 256 * 1024 * 1024  # 256 MiB of JSON: far above 100,000 nodes, stil
 
 
 async def poll(args):
-    """name -> availability, from one ``scontrol show nodes --json``; TopologyError on any failure."""
+    """name -> availability, from one ``scontrol show nodes --json``; RemoteAPIError on any failure."""
     command = [*args["scontrol"], "show", "nodes", "--json"]
     env = dict(os.environ, **({"SLURM_CONF": args["slurm_conf"]} if args["slurm_conf"] else {}))
     try:
@@ -50,22 +50,22 @@ async def poll(args):
                                                        stderr=asyncio.subprocess.PIPE, env=env,
                                                        limit=MAX_OUTPUT)
     except OSError as exc:
-        raise _eda.TopologyError(f"{SOURCE}: cannot run {' '.join(command)}: {exc.strerror}") from None
+        raise _eda.RemoteAPIError(f"{SOURCE}: cannot run {' '.join(command)}: {exc.strerror}") from None
     try:
         out, err = await asyncio.wait_for(process.communicate(), args["command_timeout"])
     except asyncio.TimeoutError:
         process.kill()
         await process.wait()
-        raise _eda.TopologyError(f"{SOURCE}: {' '.join(command)} did not finish in "
+        raise _eda.RemoteAPIError(f"{SOURCE}: {' '.join(command)} did not finish in "
                                  f"{args['command_timeout']:g} s") from None
     if process.returncode != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise _eda.TopologyError(f"{SOURCE}: {' '.join(command)} failed (exit {process.returncode}): "
+        raise _eda.RemoteAPIError(f"{SOURCE}: {' '.join(command)} failed (exit {process.returncode}): "
                                  + " / ".join(tail))
     try:
         document = json.loads(out)
     except ValueError:
-        raise _eda.TopologyError(f"{SOURCE}: {' '.join(command)} printed no JSON") from None
+        raise _eda.RemoteAPIError(f"{SOURCE}: {' '.join(command)} printed no JSON") from None
     return _eda.slurm_nodes(document)
 
 
@@ -85,7 +85,7 @@ async def main(queue, args):
             await asyncio.sleep(args["interval"])
             try:
                 current = await poll(args)
-            except _eda.TopologyError as exc:
+            except _eda.RemoteAPIError as exc:
                 if str(exc) != failing:  # a controller restart: say it once, keep polling
                     LOG.warning("%s (will retry every %g s)", exc, args["interval"])
                 failing = str(exc)

@@ -9,7 +9,7 @@ import jinja2.nativetypes
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 
 SPEC = {"interval": ("float", 10.0), "names": ("list", ["a"]), "flag": ("bool", True), "port": ("int", 1),
         **_eda.DEBOUNCE_SPEC}
@@ -134,7 +134,7 @@ def test_slurm_states_and_changes():
     assert [(c["name"], c["change"]) for c in _eda.slurm_changes(states, later)] == [
         ("b", "up"), ("c", "resume"), ("d", "removed"), ("e", "new")]
     assert _eda.slurm_changes(states, dict(states)) == []
-    with pytest.raises(TopologyError, match="no 'nodes' list"):
+    with pytest.raises(RemoteAPIError, match="no 'nodes' list"):
         _eda.slurm_nodes({"meta": {}})
-    with pytest.raises(TopologyError, match="reported errors: Unable to contact slurmctld"):
+    with pytest.raises(RemoteAPIError, match="reported errors: Unable to contact slurmctld"):
         _eda.slurm_nodes({"nodes": [], "errors": [{"description": "Unable to contact slurmctld"}]})

@@ -38,6 +38,6 @@ def test_events_bookmarks_and_heartbeats():
 
 def test_unreachable_server_is_a_clear_error_after_the_timeout():
     config, _source = _k8s.configuration({"host": "https://127.0.0.1:1", "api_key": "secret-token"})
-    with pytest.raises(_k8s_watch.TopologyError, match=r"https://127.0.0.1:1 is not ready after 0.5 s") as info:
+    with pytest.raises(_k8s_watch.RemoteAPIError, match=r"https://127.0.0.1:1 is not ready after 0.5 s") as info:
         _k8s_watch.wait_ready(_k8s.K8sClient(config), 0.5)
     assert "secret-token" not in str(info.value)

@@ -18,6 +18,8 @@ BASE = {"_errors", "_hostlist", "_yaml", "_labels"}
 TRANSPORT = {"_http", "_k8s"}
 PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger", "_node_facts"}
 GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity"}
+# Event-Driven Ansible support (the event sources in extensions/eda import it): arguments, debounce, watches.
+EVENTS = {"_eda", "_k8s_watch"}
 # What each layer may import.
 ALLOWED = {
     "base": {"base"},
@@ -27,6 +29,7 @@ ALLOWED = {
     "engines": {"base", "model", "engines"},
     "writers": {"base", "transport", "model", "engines", "writers"},
     "glue": {"base", "transport", "model", "providers", "engines", "writers", "glue"},
+    "events": {"base", "transport", "events"},
 }
 
 
@@ -46,6 +49,8 @@ def layer_of(name: str) -> str:
         return "writers"
     if top in GLUE:
         return "glue"
+    if top in EVENTS:
+        return "events"
     raise AssertionError(f"module_utils/{name.replace('.', '/')} belongs to no layer; add it to test_layers.py")
 
 
