@@ -57,11 +57,11 @@ async def poll(args):
         process.kill()
         await process.wait()
         raise _eda.RemoteAPIError(f"{SOURCE}: {' '.join(command)} did not finish in "
-                                 f"{args['command_timeout']:g} s") from None
+                                  f"{args['command_timeout']:g} s") from None
     if process.returncode != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
         raise _eda.RemoteAPIError(f"{SOURCE}: {' '.join(command)} failed (exit {process.returncode}): "
-                                 + " / ".join(tail))
+                                  + " / ".join(tail))
     try:
         document = json.loads(out)
     except ValueError:
