@@ -1,18 +1,26 @@
-"""Make ``ansible_collections.aifactory.topology`` importable from a plain checkout.
+"""What every test shares: import paths.
 
-`make setup` links the repository into .collections/ansible_collections/aifactory/topology;
-when that link is missing (a bare pytest run), a temporary one is made.
+* ``ansible_collections.aifactory.topology`` is importable from a plain checkout: `make setup`
+  links the repository into .collections/ansible_collections/aifactory/topology; when that link
+  is missing (a bare pytest run), a temporary one is made, and removed when pytest exits.
+* ``tools/`` is on sys.path, so tests import the test beds as ``import slurm_testbed``.
+* Ansible's tools are found by ``tests.ansible_run.tool`` (the .venv's, whatever PATH says).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+TOOLS = str(REPO / "tools")
+if TOOLS not in sys.path:
+    sys.path.insert(0, TOOLS)
 
 
 def _collections_root() -> Path:
@@ -20,6 +28,8 @@ def _collections_root() -> Path:
     if (linked / "ansible_collections" / "aifactory" / "topology" / "galaxy.yml").exists():
         return linked
     root = Path(tempfile.mkdtemp(prefix="aifactory-collections-"))
+    # rmtree removes the symlink to the checkout, never what it points to.
+    atexit.register(shutil.rmtree, root, True)
     target = root / "ansible_collections" / "aifactory"
     target.mkdir(parents=True)
     os.symlink(REPO, target / "topology")

@@ -11,20 +11,24 @@
 
 Mark tests ``@pytest.mark.k8s``. They are skipped, loudly, only when the binaries are not cached
 and Go is missing; a failing build or start is an error, never a skip.
+
+Fake cloud APIs on 127.0.0.1 (tests/integration/fake_apis.py):
+
+* ``fake_http``: ``fake_http(route)`` starts a FakeHttpApi; every one is closed after the test.
+* ``fake_grpc``: ``fake_grpc(handlers)`` starts a FakeGrpcApi; likewise.
+* ``sleeps``: the delays the providers' retry policy asked for, recorded instead of slept.
 """
 
 from __future__ import annotations
 
-import sys
+import time
 import uuid
-from pathlib import Path
 
+import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import pytest
+import slurm_testbed
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
-import k8s_testbed  # noqa: E402  (tools/ is not a package)
-import slurm_testbed  # noqa: E402
+from tests.integration.fake_apis import FakeGrpcApi, FakeHttpApi, servers
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +37,23 @@ def slurm_root():
     if reason:
         pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
     return slurm_testbed.build()
+
+
+@pytest.fixture
+def fake_http():
+    yield from servers(FakeHttpApi)
+
+
+@pytest.fixture
+def fake_grpc():
+    yield from servers(FakeGrpcApi)
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    delays = []
+    monkeypatch.setattr(time, "sleep", delays.append)
+    return delays
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,7 @@
 """Fake cloud APIs on 127.0.0.1 for the provider tests: one HTTP server, one gRPC server, helpers.
 
+The fixtures ``fake_http``, ``fake_grpc`` and ``sleeps`` are in conftest.py.
+
 A test gives a ``route(request)`` function that answers each request from what the request
 says (path, query, headers); every request is recorded so the test can assert on what the
 client really sent. ``HANG`` makes the server hold the connection without answering (until the
@@ -11,12 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
-
-import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
@@ -108,8 +107,8 @@ class FakeHttpApi:
         self.server.server_close()
 
 
-def _servers(factory):
-    """A fixture body: ``start(spec)`` starts a server; all are closed after the test."""
+def servers(factory):
+    """A fixture body: ``start(spec)`` starts a server; all are closed after the test (conftest.py)."""
     servers = []
 
     def start(spec):
@@ -119,12 +118,6 @@ def _servers(factory):
     yield start
     for server in servers:
         server.close()
-
-
-@pytest.fixture
-def fake_http():
-    """``fake_http(route)``: a FakeHttpApi, closed after the test."""
-    yield from _servers(FakeHttpApi)
 
 
 class Pages:
@@ -194,21 +187,7 @@ class GrpcAbort(Exception):
         self.code, self.details, self.trailers = code, details, trailers
 
 
-@pytest.fixture
-def fake_grpc():
-    """``fake_grpc(handlers)``: a FakeGrpcApi, closed after the test."""
-    yield from _servers(FakeGrpcApi)
-
-
 # -- running providers and modules ----------------------------------------------------------
-
-@pytest.fixture
-def sleeps(monkeypatch):
-    """Delays the retry policy asked for, recorded instead of slept (the providers call time.sleep)."""
-    delays = []
-    monkeypatch.setattr(time, "sleep", delays.append)
-    return delays
-
 
 # Fast, bounded retries for tests that do not look at the delays themselves.
 NO_WAIT = {"retry_backoff": 0, "retry_after_max": 0, "timeout": 5}

@@ -7,18 +7,14 @@ its own nodes (names with a unique prefix, and a label ``aifactory-test=<id>`` t
 
 from __future__ import annotations
 
-import sys
 import uuid
 from pathlib import Path
 
+import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from tests.unit.plugins.modules import module_runner
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
-import k8s_testbed  # noqa: E402  (tools/ is not a package)
 
 TEST_LABEL = "aifactory-test"
 RBAC = Path(__file__).resolve().parents[2] / "docs" / "rbac"

@@ -42,6 +42,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from tests.ansible_run import tool
 from tests.integration import fake_awx
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,15 +58,6 @@ BLOCK_SIZES_VAR = "slurm_topology_block_sizes"
 TOPOLOGY_FILES = ("topology.conf", "topology.yaml")
 # Question types an AWX survey accepts (awx/main/models/mixins.py).
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
-
-
-def tool(name):
-    """An executable from this interpreter's environment (the project .venv), else from PATH."""
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.exists() else shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (it is in tests/requirements.txt; run `make setup`)")
-    return found
 
 
 def requirement_lines(path):

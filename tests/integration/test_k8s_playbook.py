@@ -6,31 +6,21 @@ first run publishes labels, NFD objects and the ConfigMap key; a second run repo
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from tests.ansible_run import REPO, run_playbook
 from tests.integration.k8s_support import TEST_LABEL, client, gb200, make_nodes, new_id, node_names, node_state, written
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
-REPO = Path(__file__).resolve().parents[2]
 
 
-def run_playbook(inventory, *extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    venv_playbook = Path(sys.executable).parent / "ansible-playbook"  # the one whose Python has `kubernetes`
-    playbook = str(venv_playbook) if venv_playbook.exists() else shutil.which("ansible-playbook") or "ansible-playbook"
-    result = subprocess.run([playbook, "-i", str(inventory),
-                             str(REPO / "playbooks" / "k8s.yml"), *extra],
-                            capture_output=True, text=True, env=env, cwd=REPO, check=False)
+def run_k8s_playbook(inventory, *extra):
+    result = run_playbook("-i", inventory, REPO / "playbooks" / "k8s.yml", *extra)
     recap = re.search(r"localhost\s+: ok=\d+\s+changed=(\d+).*failed=(\d+)", result.stdout)
     assert result.returncode == 0 and recap, result.stdout + result.stderr
     return result.stdout, int(recap.group(1))
@@ -58,7 +48,7 @@ def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp
     features = _k8s.namespaced_path(k8s_objects.NFD_API, k8s_namespace, "nodefeatures")
     before = node_state(api, test_id)
 
-    out, changed = run_playbook(inventory, "--check", "--diff")
+    out, changed = run_k8s_playbook(inventory, "--check", "--diff")
     assert changed == 3
     # ansible.cfg renders results (and dict diffs) as YAML.
     assert f"-    {prefix}-r01-n01: {{}}\n" in out and f"+    {prefix}-r01-n01:\n" in out
@@ -70,11 +60,11 @@ def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp
         api.request("GET", configmap)
     assert missing.value.status == 404 and api.list(features) == []
 
-    out, changed = run_playbook(inventory)
+    out, changed = run_k8s_playbook(inventory)
     assert changed == 3 and "nodes labelled: 6 of 6 in the topology" in out
     assert len(api.list(features)) == 6 and "BlockSizes=3" in api.request("GET", configmap)["data"]["topology.conf"]
     published = node_state(api, test_id)
 
-    out, changed = run_playbook(inventory)
+    out, changed = run_k8s_playbook(inventory)
     assert changed == 0, out
     assert written(published, node_state(api, test_id)) == []

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.fake_apis import (  # noqa: F401  # pylint: disable=unused-import
+from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
     Pages,
     discover,
-    fake_http,
     placement,
-    sleeps,
     slurm_topology_run,
     text_reply,
     topology_info_run,

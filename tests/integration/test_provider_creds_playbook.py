@@ -7,15 +7,12 @@ may appear in stdout or stderr: not in the invocation echo, the result, warnings
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.ansible_run import run_playbook
 
 from tests.integration import (
     test_provider_aws,
@@ -25,16 +22,11 @@ from tests.integration import (
     test_provider_nscale,
     test_provider_oci,
 )
-from tests.integration.fake_apis import fake_grpc, fake_http  # noqa: F401  # pylint: disable=unused-import
 
-REPO = Path(__file__).resolve().parents[2]
 CASES = {"aws": test_provider_aws, "gcp": test_provider_gcp, "oci": test_provider_oci,
          "lambda": test_provider_lambda, "nebius": test_provider_nebius, "nscale": test_provider_nscale}
 
 pytestmark = pytest.mark.playbook
-# The ansible-playbook of the interpreter running the tests (.venv), which has boto3 and grpcio.
-ANSIBLE_PLAYBOOK = str(Path(sys.executable).with_name("ansible-playbook")) if Path(sys.executable).with_name(
-    "ansible-playbook").exists() else shutil.which("ansible-playbook") or "ansible-playbook"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -47,11 +39,8 @@ def test_provider_secrets_never_appear_in_verbose_output(name, fake_http, fake_g
             "provider": {"name": name, "params": params, "creds": creds}}, "register": "found"},
             {"name": "Show", "ansible.builtin.debug": {"var": "found"}}],
     }]))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-vvvv", "-i", "localhost,", "-c", "local",
-         "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", str(playbook)],
-        capture_output=True, text=True, env=env, cwd=REPO, check=False, timeout=300)
+    result = run_playbook("-vvvv", "-i", "localhost,", "-c", "local",
+                          "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert re.search(r'\bnodes_without_domain"?: \d+', result.stdout), result.stdout  # the summary was printed

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.fake_apis import (  # noqa: F401  # pylint: disable=unused-import
+from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
     GrpcAbort,
     discover,
-    fake_grpc,
     placement,
-    sleeps,
     slurm_topology_run,
     topology_info_run,
 )

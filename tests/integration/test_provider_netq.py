@@ -12,11 +12,8 @@ import base64
 import datetime
 import ipaddress
 import json
-import os
 import re
-import shutil
 import ssl
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,14 +22,13 @@ import yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
-from tests.integration.fake_apis import (  # noqa: F401  # pylint: disable=unused-import
+from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
-    fake_http,
     json_reply,
-    sleeps,
     text_reply,
 )
+from tests.ansible_run import ansible_env, run_playbook
 from tests.unit.plugins.modules.module_runner import run_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -364,12 +360,9 @@ def test_netq_password_never_appears_in_verbose_playbook_output(server, tmp_path
         ],
     }]))
     server.inject[("POST", "/echo" + LOGIN)] = [json_reply({"error": "bad request", "got": PASSWORD}, 400)]
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               NETQ_USERNAME=USERNAME, NETQ_PASSWORD=PASSWORD)
-    result = subprocess.run(
-        [shutil.which("ansible-playbook") or "ansible-playbook", "-vvvv", "-i", "localhost,", "-c", "local",
-         "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", str(playbook)],
-        capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    result = run_playbook("-vvvv", "-i", "localhost,", "-c", "local",
+                          "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook,
+                          env=ansible_env(NETQ_USERNAME=USERNAME, NETQ_PASSWORD=PASSWORD))
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r'\bnodes"?: 8\b', result.stdout)  # the module really ran and its result was printed
     assert "SwitchName=net-unit-s1 Switches=net-unit-l[1-2]" in result.stdout

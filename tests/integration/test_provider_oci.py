@@ -15,15 +15,13 @@ import re
 
 import pytest
 
-from tests.integration.fake_apis import (  # noqa: F401  # pylint: disable=unused-import
+from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
     Pages,
     discover,
-    fake_http,
     json_reply,
     placement,
-    sleeps,
     slurm_topology_run,
     topology_info_run,
 )
