@@ -22,14 +22,13 @@ import os
 import re
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+from tests.ansible_run import ANSIBLE_PLAYBOOK, REPO
+
 
 pytestmark = pytest.mark.playbook
 
@@ -112,7 +111,7 @@ class Cluster:
 
     def run(self, *extra, playbook="playbook.yml"):
         self._write_inventory()
-        command = [str(ANSIBLE_PLAYBOOK), "-i", str(self.root / "inventory.yml"), str(self.root / playbook), *extra]
+        command = [ANSIBLE_PLAYBOOK, "-i", str(self.root / "inventory.yml"), str(self.root / playbook), *extra]
         result = subprocess.run(command, capture_output=True, text=True, env=self._env(), cwd=REPO, check=False)
         result.recap = {
             match["host"]: {key: int(match[key]) for key in ("ok", "changed", "failed", "skipped")}
@@ -378,3 +377,23 @@ def test_k8s_mode_without_a_topology_prepares_every_host_of_the_play(cluster):
     assert "skipped:" not in result.stdout
     assert "channel0: not managed (imex_channel_create: false)" in result.stdout
     assert not (cluster.root / "hosts").exists()
+
+
+def test_booleans_given_as_strings_on_the_command_line(cluster):
+    """`-e name=false` is the string "false": every boolean of the role goes through `| bool`."""
+    rack01 = "localhost," + ",".join(RACKS["rack01"])
+    result = cluster.run("--limit", rack01, "-e", "imex_package_install=false", "-e", "imex_service_manage=no",
+                         "-e", "imex_health_check=true", "-e", f"imex_ctl_path={cluster.root}/absent-ctl")
+    assert result.returncode == 0, result.output
+    assert "not managed (imex_package_install: false)" in result.stdout
+    assert "service nvidia-imex: not managed (imex_service_manage: false)" in result.stdout
+    assert "imex: health check skipped on gb200-r01-n1:" in result.stdout
+    assert cluster.path("gb200-r01-n1").read_text() == rack_file("rack01")
+
+    modprobe = cluster.root / "modprobe.conf"
+    result = cluster.run("--limit", "localhost,gb200-r01-n1", "-e", "imex_mode=k8s",
+                         "-e", "imex_channel_create=false", "-e", "imex_channel_module_param=true",
+                         "-e", f"imex_modprobe_conf_path={modprobe}")
+    assert result.returncode == 0, result.output
+    assert "channel0: not managed (imex_channel_create: false)" in result.stdout
+    assert "options nvidia NVreg_CreateImexChannel0=1\n" in modprobe.read_text()
