@@ -95,8 +95,8 @@ system-packages:
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: apt-get install$$missing"; \
-	  apt-get update -qq; \
-	  apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  apt-get -o DPkg::Lock::Timeout=600 update -qq; \
+	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 testbed: venv
@@ -128,9 +128,20 @@ k8s-testbed: venv
 
 ## Main job ---------------------------------------------------------------------------
 
-# The main job needs neither the Kubernetes test bed nor its build time.
+# The main job needs neither the Kubernetes test bed nor its build time. Where the Slurm test
+# bed is built, every topology file is checked by its real slurmctld before it is written
+# (the role's documented slurm_topology_validate_command); elsewhere the files are written unchecked.
+EXAMPLE_VALIDATE := {"slurm_topology_validate_command": "$(VENV)/bin/python $(ROOT)/tools/slurm_testbed.py check %s"}
 example: venv link system-packages testbed
-	cd "$(ROOT)" && ansible-playbook -i inventories/example playbooks/site.yml
+	@cd "$(ROOT)"; \
+	if "$(VENV)/bin/python" tools/slurm_testbed.py status >/dev/null 2>&1; then \
+	  echo 'example: topology files are validated by the Slurm test bed (tools/slurm_testbed.py check)'; \
+	  set -- -e '$(EXAMPLE_VALIDATE)'; \
+	else \
+	  echo 'example: no Slurm test bed here (it needs root), so topology files are written unvalidated'; \
+	  set --; \
+	fi; \
+	set -x; ansible-playbook -i inventories/example playbooks/site.yml "$$@"
 
 ## Test suite -------------------------------------------------------------------------
 

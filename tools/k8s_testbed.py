@@ -1,6 +1,6 @@
 """A real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler) on 127.0.0.1, for tests.
 
-Recipe and reasoning: shared/reference/k8s-testbed.md; what the tests prove: docs/testing.md.
+Recipe, reasoning and what the tests prove: docs/testing.md (The Kubernetes test bed).
 
 Build (once per machine): kube-apiserver and kube-scheduler are compiled from the
 ``k8s.io/kubernetes`` Go module through a wrapper module whose replace directives are
@@ -72,6 +72,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from build_progress import heartbeat
 
 K8S_VERSION = os.environ.get("AIFACTORY_K8S_VERSION", "v1.36.3")
 # etcd server module: 3.6 is what k8s 1.36 is tested with (its client is v3.6.x).
@@ -199,7 +201,9 @@ def _staging_version(version: str) -> str:
 # -- build ------------------------------------------------------------------------------------
 
 def _go(args: list[str], cwd: Path) -> str:
-    result = subprocess.run([go_binary() or "go", *args], cwd=cwd, env=go_env(), capture_output=True, text=True, check=False)
+    with heartbeat("k8s-testbed", f"go {args[0]} {args[1] if len(args) > 1 else ''}".rstrip()):
+        result = subprocess.run([go_binary() or "go", *args], cwd=cwd, env=go_env(), capture_output=True, text=True,
+                                check=False)
     if result.returncode != 0:
         raise RuntimeError(f"go {' '.join(args)} failed in {cwd}:\n{result.stderr[-4000:]}")
     return result.stdout
@@ -275,7 +279,8 @@ def build(version: str = K8S_VERSION) -> Path:
     root = version_dir(version)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "w", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build (make setup + pytest) waits for this one
+        with heartbeat("k8s-testbed", "waiting for another build of this version to finish"):
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build (make setup + pytest) waits for this one
         if is_built(version):
             return bin_dir(version)
         staging = root / "bin.partial"

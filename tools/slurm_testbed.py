@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from build_progress import heartbeat
+
 DEBIAN_MIRROR = os.environ.get("AIFACTORY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # lua5.1: Slurm's cli_filter_lua.so links Lua 5.1, so cli_filter.lua is checked with luac5.1.
 # python3: roles converge into the root through the community.general.chroot connection.
@@ -125,7 +127,9 @@ def build(root: Path | None = None) -> Path:
     root = root or root_path()
     if is_ready(root):
         return root
-    with _flock(root.with_name(root.name + ".build.lock")):
+    with contextlib.ExitStack() as stack:
+        with heartbeat("slurm-testbed", "waiting for another build of the root to finish"):
+            stack.enter_context(_flock(root.with_name(root.name + ".build.lock")))
         return _build_locked(root)
 
 
@@ -138,11 +142,14 @@ def _build_locked(root: Path) -> Path:
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = root.with_name(root.name + ".building")
     safe_remove(staging)
+    print(f"slurm-testbed: building the Debian sid root with Slurm in {root} (debootstrap, about a minute)",
+          file=sys.stderr, flush=True)
     try:
-        subprocess.run(
-            ["debootstrap", "--variant=minbase", f"--include={PACKAGES}", "sid", str(staging), DEBIAN_MIRROR],
-            check=True, stdout=subprocess.DEVNULL,
-        )
+        with heartbeat("slurm-testbed", "debootstrap"):
+            subprocess.run(
+                ["debootstrap", "--variant=minbase", f"--include={PACKAGES}", "sid", str(staging), DEBIAN_MIRROR],
+                check=True, stdout=subprocess.DEVNULL,
+            )
     finally:
         unmount_all(staging)
     _make_devices(staging)

@@ -516,7 +516,8 @@ def test_job_with_extra_variables_writes_the_topology_where_asked(awx):
         assert written[name]["event_data"]["res"]["changed"] is True, written[name]["event_data"]["task"]
     assert sum(data["changed"].values()) >= len(topology)
     assert len(changed_ok(job.events)) >= len(topology)
-    # The inventory's own default (inventory_dir/output) was overridden, so nothing went there.
+    # The inventory's own default (example-output/ of the project) was overridden, so nothing went there.
+    assert not (awx["project"] / "example-output").exists()
     assert not (job.private_data_dir / "inventory" / "output").exists()
     # The block sizes asked for are the ones rendered.
     assert topology == {name: [[18, 36]] for name in topology}

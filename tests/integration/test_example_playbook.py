@@ -8,33 +8,54 @@ input fails with the field named and writes nothing.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
+import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
-from ansible_run import recap, run_playbook  # noqa: E402
+from tests.ansible_run import REPO, ansible_env, recap, run_playbook
 
 pytestmark = pytest.mark.playbook
 
 
+def output_of(inventory):
+    """Where the tests let the example write: beside the copied inventory, never inside it."""
+    return inventory.parent / "output"
+
+
+def validate_args():
+    """What `make example` adds where the Slurm test bed is built: the role's documented validate command."""
+    if testbed.unavailable_reason() is not None:
+        return []
+    command = f"{sys.executable} {REPO / 'tools' / 'slurm_testbed.py'} check %s"
+    return ["-e", json.dumps({"slurm_topology_validate_command": command})]
+
+
 def run_site(inventory, *extra):
-    result = run_playbook("-i", inventory, REPO / "playbooks/site.yml", *extra)
+    result = run_playbook("-i", inventory, REPO / "playbooks/site.yml",
+                          "-e", json.dumps({"slurm_topology_conf_dir": str(output_of(inventory))}),
+                          *validate_args(), *extra,
+                          # One line per message (no YAML folding of long paths) for the assertions.
+                          env=ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     return result, recap(result.stdout, "localhost")
 
 
 @pytest.fixture
 def inventory(tmp_path):
     target = tmp_path / "example"
-    shutil.copytree(REPO / "inventories" / "example", target, ignore=shutil.ignore_patterns("output"))
+    shutil.copytree(REPO / "inventories" / "example", target)
     return target
+
+
+def test_the_example_keeps_only_inventory_in_its_inventory_directory():
+    """Ansible parses every file under an inventory directory: a seed or an output there means warnings."""
+    files = sorted(str(path.relative_to(REPO / "inventories" / "example"))
+                   for path in (REPO / "inventories" / "example").rglob("*") if path.is_file())
+    assert files == ["group_vars/all/topology.yml", "group_vars/slurm_controller/slurm.yml", "hosts.yml"]
 
 
 def edit_topology(inventory, change):
@@ -49,7 +70,9 @@ def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
     assert first.returncode == 0, first.stdout + first.stderr
     # directory, seeded slurm.conf, topology.yaml, cli_filter.lua, slurm.conf settings
     assert (changed, failed) == (5, 0)
-    output = inventory / "output"
+    # The happy path prints no warning at all (docs/example-cluster.md explains every message).
+    assert "[WARNING]" not in first.stdout + first.stderr, first.stdout + first.stderr
+    output = output_of(inventory)
     topology = yaml.safe_load((output / "topology.yaml").read_text())
     nvl72 = next(entry for entry in topology if entry["topology"] == "nvl72")
     assert [block["block"] for block in nvl72["block"]["blocks"]] == [f"rack{n:02d}" for n in range(1, 9)]
@@ -62,12 +85,19 @@ def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
     assert "SwitchType=switch/nvidia_imex" in slurm_conf
     assert "slurm_cli_pre_submit" in (output / "cli_filter.lua").read_text()
     assert "placeholder racks: rack07" in first.stdout
-    assert "19 nodes are not in the model" in first.stdout
-    validated = "yes" if testbed.unavailable_reason() is None else "no (test bed not available)"
-    assert f"validated by real slurmctld: {validated}" in first.stdout
+    assert "warnings: none" in first.stdout
+    # The block layout, rack by rack, and the files written.
+    assert "  block rack05: gb200-r05-n[01-12,14-18] (17 nodes)" in first.stdout
+    assert "  block rack07: placeholder, no nodes yet" in first.stdout
+    validated = "yes, by " if validate_args() else "no (slurm_topology_validate_command is empty)"
+    assert f"validated before writing: {validated}" in first.stdout
+    assert f"{output_of(inventory)}/topology.yaml: changed" in first.stdout
+    assert f"{output_of(inventory)}/slurm.conf: seeded, then changed" in first.stdout
 
     second, (changed, failed) = run_site(inventory)
     assert second.returncode == 0 and (changed, failed) == (0, 0), second.stdout
+    assert "[WARNING]" not in second.stdout + second.stderr, second.stdout + second.stderr
+    assert "topology.yaml: unchanged" in second.stdout
 
     # Day 2: rack07's trays arrive.
     def rack07_arrives(data):
@@ -78,6 +108,7 @@ def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
     edit_topology(inventory, rack07_arrives)
     before = {path.name: path.read_bytes() for path in output.iterdir()}
     check, (changed, failed) = run_site(inventory, "--check", "--diff")
+    assert "topology.yaml: would change" in check.stdout
     assert check.returncode == 0 and failed == 0, check.stdout
     assert changed == 1
     assert "        - block: rack07\n+          nodes: gb200-r07-n[01-18]\n" in check.stdout
@@ -98,7 +129,7 @@ def test_bad_inventory_fails_naming_the_field_and_writes_nothing(inventory):
     result, (changed, failed) = run_site(inventory)
     assert result.returncode != 0 and failed == 1
     assert "params.domains[0].nodes: unbalanced '['" in result.stdout
-    assert not (inventory / "output").exists()
+    assert not output_of(inventory).exists()
 
 
 def test_provider_creds_never_appear_in_verbose_output(tmp_path):
