@@ -67,7 +67,7 @@ def fabric_model(tag: str) -> Topology:
 
 
 def tier_labels(topo: Topology, node: str) -> dict:
-    """The fabric labels k8s_node_labels writes (shared/reference/topograph.md 3.1): raw switch IDs."""
+    """The fabric labels k8s_node_labels writes (docs/kubernetes.md, node labels): raw switch IDs."""
     return {TIER.format(i): switch for i, switch in enumerate(topo.path(topo.nodes[node].switch))}
 
 

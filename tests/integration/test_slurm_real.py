@@ -1,6 +1,6 @@
 """Integration tests against a REAL slurmctld 26.05 (Debian sid chroot, tools/slurm_testbed.py).
 
-What is proved here, and how (see also shared/reference/slurm.md 1, 2, 3, 7 and slurm-testbed.md):
+What is proved here, and how (the Slurm facts behind it: docs/slurm-facts.md; the test bed: docs/testing.md):
 
 * every golden file under tests/golden/ (and a few files rendered by the collection's own engines)
   is loaded by ``slurmctld -D -c``; ``scontrol show topology`` then lists exactly the file's nodes,
@@ -19,24 +19,21 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
+import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
+
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
+from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(os.environ.get("AIFACTORY_GOLDEN_DIR") or REPO / "tests" / "golden")  # override: try other files
-sys.path.insert(0, str(REPO / "tools"))
-
-import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
-
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job  # noqa: E402
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard  # noqa: E402
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm  # noqa: E402
-from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress, expand  # noqa: E402
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError  # noqa: E402
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover  # noqa: E402
 
 pytestmark = pytest.mark.slurm
 
@@ -138,7 +135,7 @@ def check_blocks(blocks, sizes, shown):
         assert nodes_of(rec.get("nodes")) == members, f"block {name}: nodes differ"
     if sizes:
         base_size = sizes[0]
-    else:  # omitted BlockSizes: base = node count of the first block with nodes (slurm.md 1.5)
+    else:  # omitted BlockSizes: base = node count of the first block with nodes (docs/slurm-facts.md, block rules)
         base_size = next(len(members) for _name, members in blocks if members)
     assert {int(rec["blocksize"]) for rec in base} == {base_size}, "base BlockSize differs"
     position = {name: index for index, (name, _members) in enumerate(blocks)}

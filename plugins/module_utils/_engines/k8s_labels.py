@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes topology labels: the desired managed labels of every node, and per-node changes.
 
-Keys and values follow NVIDIA Topograph's k8s engine (topograph.md 3.1): ``fabric.topograph.run/tier-N``
+Keys and values follow NVIDIA Topograph's k8s engine (docs/kubernetes.md): ``fabric.topograph.run/tier-N``
 with raw switch ids, tier 0 nearest the node; ``accelerator.topograph.run/domain``; and
 ``accelerator.topograph.run/sub-domain`` only together with a domain. Values longer than 63
 characters become ``x`` + the lowercase, unpadded hex of their FNV-64a hash, as Topograph does.

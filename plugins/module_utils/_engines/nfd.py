@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node Feature Discovery objects: one NodeFeature per node, one NodeFeatureGroup per value.
 
-Names, labels, annotations and rules are Topograph's nfd engine's (topograph.md 3.2), so objects
+Names, labels, annotations and rules are Topograph's nfd engine's (docs/kubernetes.md), so objects
 written by either tool are the same objects. Built from the default topology label map
 (``k8s_labels.desired_labels`` with default keys): ``fabric.topograph.run/tier-N`` becomes the
 attribute ``fabric-tier-N``, the domain ``accelerator-domain``, the sub-domain ``accelerator-sub-domain``.

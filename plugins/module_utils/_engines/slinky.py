@@ -3,8 +3,8 @@
 """Slinky (Slurm on Kubernetes): the ConfigMap key content, its annotations, and per-node specs.
 
 The content is the Slurm topology text the slurm engines render (tree, block, or one topology per
-partition), without a header, as Topograph's slinky engine writes it (topograph.md 3.3). With
-dynamic nodes, each node gets the ``topology.slinky.slurm.net/spec`` annotation (topograph.md 2.8).
+partition), without a header, as Topograph's slinky engine writes it (docs/kubernetes.md). With
+dynamic nodes, each node gets the ``topology.slinky.slurm.net/spec`` annotation (docs/kubernetes.md).
 """
 
 from __future__ import annotations

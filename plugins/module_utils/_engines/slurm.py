@@ -3,7 +3,7 @@
 """Slurm engines: topology.conf (topology/tree, topology/block) and topology.yaml.
 
 Pure functions of the model; they return text and report warnings through ``warn``.
-Block rules: shared/reference/slurm.md 1.5 and 9; Topograph's layout: topograph.md 2.4-2.7.
+Block rules: docs/slurm-facts.md; Topograph's layout and where we differ: docs/topograph-differences.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kubernetes engines (labels, NFD, Slinky) against Topograph's vectors and examples (topograph.md 2.7, 2.8, 3)."""
+"""Kubernetes engines (labels, NFD, Slinky) against Topograph's vectors and examples (docs/kubernetes.md)."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_golden_directory_has_no_stale_files():
     assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(GOLDEN_CASES)
 
 
-# -- Topograph's documented outputs (reference/topograph.md 2.4-2.7 and 4) --------------------
+# -- Topograph's documented outputs (docs/topograph-differences.md; tests/fixtures/topograph/README.md) --------------------
 
 def test_tree_small_tree_matches_topograph_engine_test():
     assert slurm.render_tree_conf(sim("small-tree.yaml")) == (
