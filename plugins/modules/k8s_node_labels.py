@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: k8s_node_labels
 short_description: Reconcile Kubernetes node topology labels with the cluster topology
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Sets the topology labels of NVIDIA Topograph on every Kubernetes node of the topology
     (C(fabric.topograph.run/tier-N) with the raw switch ids, tier 0 nearest the node;

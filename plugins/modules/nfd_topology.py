@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nfd_topology
 short_description: Publish the cluster topology as Node Feature Discovery objects
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Writes one C(NodeFeature) per node (attributes C(fabric-tier-N), C(accelerator-domain),
     C(accelerator-sub-domain) in the feature C(topograph.network)) and one C(NodeFeatureGroup) per

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: slinky_topology
 short_description: Write the Slurm topology into the ConfigMap of a Slinky (Slurm on Kubernetes) cluster
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Renders the Slurm topology exactly as M(aifactory.topology.slurm_topology) does (C(topology/tree),
     C(topology/block), or C(topology.yaml) with one topology per partition) and writes it, without a header,

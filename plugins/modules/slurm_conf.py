@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: slurm_conf
 short_description: Manage individual settings and partition attributes in slurm.conf
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Sets or removes the global C(Key=Value) settings and the partition attributes it is given, and leaves
     every other line of C(slurm.conf) exactly as it is, so the site keeps owning the file.

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: topology_graph
 short_description: Render the topology as Topograph's instance-oriented graph JSON
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Renders C({"instances":[{"id","network_layers","labels"}]}), sorted by id, with the switch path of each
     node from tier 0 outward, as NVIDIA Topograph's C(graph) engine does.

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+from ansible.module_utils.common.text.converters import to_bytes
+
+try:  # ansible-core 2.19+
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core 2.17, 2.18 (make compat): the arguments are read from basic._ANSIBLE_ARGS
+
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        saved = basic._ANSIBLE_ARGS
+        basic._ANSIBLE_ARGS = to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved
 
 
 class ModuleExit(Exception):
