@@ -120,7 +120,7 @@ def _flock(path: Path, mode: int = fcntl.LOCK_EX):
 
 
 def build(root: Path | None = None) -> Path:
-    """Build the cached root (about a minute on a fresh machine) or reuse it.
+    """Build the cached root (1 to 4 minutes on a fresh machine, docs/testing.md) or reuse it.
 
     Under a lock, like .venv: two test runs at once build it once, and neither sees a half-built root.
     """
@@ -142,7 +142,7 @@ def _build_locked(root: Path) -> Path:
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = root.with_name(root.name + ".building")
     safe_remove(staging)
-    print(f"slurm-testbed: building the Debian sid root with Slurm in {root} (debootstrap, about a minute)",
+    print(f"slurm-testbed: building the Debian sid root with Slurm in {root} (debootstrap, 1 to 4 minutes)",
           file=sys.stderr, flush=True)
     try:
         with heartbeat("slurm-testbed", "debootstrap"):
