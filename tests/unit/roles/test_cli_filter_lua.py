@@ -30,6 +30,7 @@ def lua_tool(name):
                     f"APT_PACKAGES)", pytrace=False)
     return found
 
+
 HARNESS = r"""
 slurm = {SUCCESS = 0, ERROR = -1}
 function slurm.log_error(fmt, ...) io.write("ERROR " .. string.format(fmt, ...) .. "\n") end
