@@ -391,14 +391,21 @@ def files_for_topology(path: Path) -> dict[str, str]:
     return {"slurm.conf": slurm_conf(nodes, partitions=partitions), "topology.yaml": text}
 
 
+def log_complaints(log: str) -> list[str]:
+    """The lines of a slurmctld log that object to the configuration it loaded."""
+    # slurmctld's clock self-test complains on a busy machine; that says nothing about the files.
+    return [line for line in log.splitlines()
+            if re.search(r"error:|Invalid hostnames|Ignoring", line)
+            and not re.search(r"High latency for \d+ calls to gettimeofday", line)]
+
+
 def check(path: Path) -> int:
     """Load one topology file into slurmctld; 0 when Slurm accepts it without complaint."""
     root = build()
     try:
         with slurmctld(root, files_for_topology(path)) as ctld:
             shown = ctld.scontrol("show", "topoconf")
-            complaints = [line for line in ctld.log().splitlines()
-                          if re.search(r"error:|Invalid hostnames|Ignoring", line)]
+            complaints = log_complaints(ctld.log())
     except StartFailed as exc:
         print(f"slurmctld {slurm_version(root)} rejected {path}:\n{exc}", file=sys.stderr)
         return 1
