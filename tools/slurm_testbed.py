@@ -17,6 +17,7 @@ or topology.yaml into a real slurmctld and prints what Slurm made of it (usable 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -367,6 +368,8 @@ def ensure_collection_importable() -> None:
     linked = repo / ".collections"
     if not (linked / "ansible_collections" / "aifactory" / "topology").exists():
         linked = Path(tempfile.mkdtemp(prefix="aifactory-collections-"))
+        # rmtree removes the link to the checkout, never what it points to.
+        atexit.register(shutil.rmtree, linked, True)
         (linked / "ansible_collections" / "aifactory").mkdir(parents=True)
         os.symlink(repo, linked / "ansible_collections" / "aifactory" / "topology")
     sys.path.insert(0, str(linked))
