@@ -80,8 +80,10 @@ venv:
 	fi; \
 	want=$$(cat $(REQUIREMENTS) | sha256sum | cut -d' ' -f1); \
 	if [ "$$(cat "$(VENV_STAMP)" 2>/dev/null)" != "$$want" ]; then \
-	  echo "setup: installing tests/requirements.txt into .venv"; \
-	  "$(VENV)/bin/python" -m pip install --quiet -r tests/requirements.txt; \
+	  echo "setup: installing tests/requirements.txt into .venv (cold: about 5 minutes)"; \
+	  ( while sleep 60 >/dev/null 2>&1; do echo "setup: still installing into .venv"; done ) & beat=$$!; \
+	  "$(VENV)/bin/python" -m pip install --quiet -r tests/requirements.txt || { kill $$beat; exit 1; }; \
+	  kill $$beat; \
 	  echo "$$want" > "$(VENV_STAMP)"; \
 	else \
 	  echo "setup: .venv is up to date"; \
@@ -251,7 +253,9 @@ compat: link
 	  want=$$( { printf '%s\n' "$${reqs[@]}"; cat requirements.txt; } | sha256sum | cut -d' ' -f1); \
 	  if [ "$$(cat "$$venv/.requirements.sha256" 2>/dev/null)" != "$$want" ]; then \
 	    echo "compat: creating $$venv"; rm -rf "$$venv"; $(PYTHON) -m venv "$$venv"; \
-	    "$$venv/bin/python" -m pip install --quiet "$${reqs[@]}"; \
+	    ( while sleep 60 >/dev/null 2>&1; do echo "compat: still installing into $$venv"; done ) & beat=$$!; \
+	    "$$venv/bin/python" -m pip install --quiet "$${reqs[@]}" || { kill $$beat; exit 1; }; \
+	    kill $$beat; \
 	    echo "$$want" > "$$venv/.requirements.sha256"; \
 	  fi; \
 	  exec 9>&-; \
