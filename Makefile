@@ -259,7 +259,7 @@ compat: link
 	    echo "$$want" > "$$venv/.requirements.sha256"; \
 	  fi; \
 	  exec 9>&-; \
-	  echo "==> compat: $$("$$venv/bin/ansible" --version | head -1): units"; \
+	  echo "==> compat: ansible-core $$("$$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)'): units"; \
 	  PYTHONPATH="$(COLLECTIONS)" "$$venv/bin/python" -m pytest tests/unit -q -p no:cacheprovider $(PYTEST_ARGS); \
 	  echo "==> compat: ansible-core $$core: a module run through AnsiballZ"; \
 	  ran=$$(ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS)" ANSIBLE_CALLBACK_RESULT_FORMAT=json "$$venv/bin/ansible" \
