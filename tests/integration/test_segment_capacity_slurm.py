@@ -20,14 +20,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
+
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
-
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm  # noqa: E402
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology  # noqa: E402
 
 pytestmark = pytest.mark.slurm
 

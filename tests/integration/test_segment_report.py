@@ -10,14 +10,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ansible_run import REPO, recap, run_playbook  # noqa: E402
+from tests.ansible_run import REPO, recap, run_playbook
 
 CHROMIUM = shutil.which("chromium")
 CONSOLE_PROBLEM = re.compile(r"CONSOLE\(|Uncaught|Failed to load resource|net::ERR_")
