@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-ANSIBLE_INVENTORY = str(Path(sys.executable).with_name("ansible-inventory"))
+from tests.ansible_run import REPO, ansible_env, tool
+
+ANSIBLE_INVENTORY = tool("ansible-inventory")
 EXAMPLE_SOURCE = REPO / "inventories" / "topology" / "example.topology.yml"
 MODELS = REPO / "tests" / "fixtures" / "topograph"
 # What docs/inventory.md asks for: a source that fails to parse is fatal.
@@ -28,8 +27,6 @@ AWX_INVENTORY_ENV = {"ANSIBLE_INVENTORY_UNPARSED_FAILED": "True", "ANSIBLE_INVEN
 
 
 def inventory(source, *args, env=None, cwd=REPO):
-    from ansible_run import ansible_env
-
     return subprocess.run([ANSIBLE_INVENTORY, "-i", str(source), *args], capture_output=True, text=True,
                           env=ansible_env(**(env or {})), cwd=cwd, check=False)
 
@@ -170,7 +167,7 @@ def test_awx_scm_inventory_source_from_the_project(tmp_path):
     """As AWX syncs an SCM inventory source: a checkout of the project, the collection installed by the
     project sync from collections/requirements.yml, then `ansible-inventory --list --export` from the
     project root with AWX's inventory-update environment and without this checkout on any path."""
-    from tests.integration.test_awx import clean_env, scm_checkout, tool
+    from tests.integration.test_awx import clean_env, scm_checkout
 
     project = tmp_path / "project"
     scm_checkout(project)

@@ -12,16 +12,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
+import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
-from ansible_run import ansible_env, run_playbook  # noqa: E402
+from tests.ansible_run import REPO, ansible_env, run_playbook
 
 pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
 
