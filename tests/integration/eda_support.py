@@ -22,13 +22,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-import k8s_testbed  # noqa: E402  (tools/ is not a package)
 
 TOKEN = "s3cret-regenerate-token-0123456789"
 free_port = k8s_testbed.free_port

@@ -8,24 +8,12 @@ Also: a wrong scontrol command is a clear error at start, not an idle loop.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 
 from tests.integration.eda_support import TOKEN, Rulebook, free_port, require_rulebook, tls_files
-# slurm_root is a pytest fixture: imported to be used as one.
-from tests.integration.test_role_slurm_topology import (  # noqa: F401  # pylint: disable=unused-import
-    base_slurm_conf,
-    blocks,
-    slurm_root,
-    write_inventory,
-)
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-
-import slurm_testbed as testbed  # noqa: E402  (tools/ is not a package)
+# slurm_root is a fixture of tests/integration/conftest.py.
+from tests.integration.test_role_slurm_topology import base_slurm_conf, blocks, write_inventory
 
 pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
 NODE = "gb200-r01-n01"

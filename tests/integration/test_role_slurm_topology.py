@@ -77,14 +77,6 @@ def blocks(ctld, topology="nvl72"):
     return re.findall(r"BlockName=(\S+) BlockIndex=(\d+)(?: Nodes=(\S+))?", shown)
 
 
-@pytest.fixture(scope="module")
-def slurm_root():
-    reason = testbed.unavailable_reason()
-    if reason:
-        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
-    return testbed.build()
-
-
 def test_converge_policy_idempotence_check_mode_and_rack_bringup(slurm_root, tmp_path):
     with testbed.slurmctld(slurm_root, {"slurm.conf": base_slurm_conf()}) as ctld:
         conf_dir = slurm_root / ctld.conf_dir.lstrip("/")
