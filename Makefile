@@ -24,7 +24,7 @@ OUTPUT := $(ROOT)/tests/output
 # segment report's browser test (chromium, headless) need.
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
-APT_PACKAGES := debootstrap lua5.1 shellcheck chromium
+APT_PACKAGES := debootstrap lua5.1 shellcheck chromium podman runc netavark aardvark-dns
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
