@@ -39,6 +39,8 @@ EE_FILE = REPO / "ee" / "execution-environment.yml"
 BASE_RECIPE = "ee-base"
 # Bump when this tool changes how the image is made.
 RECIPE_VERSION = "1"
+# The Python of the base image (a virtual environment: see tools/images/ee-base/Containerfile).
+EE_PYTHON = "/opt/ee-python/bin/python3"
 
 
 def collection_version() -> str:
@@ -57,8 +59,8 @@ def local_definition(base_image: str, artifact: Path, tag: str) -> dict:
     """ee/execution-environment.yml with a local base image: Debian's python3 and apt-get."""
     definition = yaml.safe_load(EE_FILE.read_text(encoding="utf-8"))
     definition["images"]["base_image"]["name"] = base_image
-    # python3 (with pip) is in the base image already: nothing for the package manager to install.
-    definition["dependencies"]["python_interpreter"] = {"python_path": "/usr/bin/python3"}
+    # The base image's virtual environment (tools/images/ee-base): nothing for apt-get to install.
+    definition["dependencies"]["python_interpreter"] = {"python_path": EE_PYTHON}
     for entry in definition.get("additional_build_files", []):
         if Path(entry["src"]).name == artifact.name:
             entry["src"] = str(artifact)
