@@ -70,6 +70,20 @@ def local_definition(base_image: str, artifact: Path, tag: str) -> dict:
     return definition
 
 
+def build_cli_args() -> list[str]:
+    """Extra `podman build` arguments: the host's network, and the host's CA bundle for pip.
+
+    Build steps reach PyPI through the host's network (no NAT set-up needed). Where TLS goes
+    through an intercepting proxy, the host trusts its CA (PIP_CERT or SSL_CERT_FILE): that bundle
+    is mounted over the image's own for the build steps only, so the image keeps Debian's.
+    """
+    args = ["--network=host"]
+    bundle = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
+    if bundle and Path(bundle).is_file():
+        args.append(f"--volume={Path(bundle).resolve()}:/etc/ssl/certs/ca-certificates.crt:ro")
+    return args
+
+
 def build() -> str:
     """Build (or reuse) the EE image; returns its tag. Needs podman (tools/container_images.py)."""
     tag = ee_tag()
@@ -92,8 +106,7 @@ def build() -> str:
              "--container-runtime", "podman", "--tag", tag,
              # apt-get has no `clean all`: keep the cache step out.
              "--build-arg", "PKGMGR_PRESERVE_CACHE=always",
-             # Build steps reach PyPI through the host's network (no NAT set-up needed).
-             "--extra-build-cli-args=--network=host",
+             "--extra-build-cli-args=" + " ".join(build_cli_args()),
              "--verbosity", "1"],
             check=True, env=env)
     return tag
