@@ -5,7 +5,8 @@ root made here with debootstrap and turned into an image with ``podman import``;
 directory under tools/images/<name>/ then finishes it with ``podman build``:
 
 * ``packages.txt``: the Debian packages debootstrapped into the root (one per line),
-* ``Containerfile``: built ``FROM`` the imported root (build argument ``BASE``).
+* ``Containerfile``: built ``FROM`` the imported root (build argument ``BASE``),
+* ``suite`` (optional): the Debian suite to debootstrap, ``sid`` when absent.
 
 Images are tagged ``localhost/aifactory-<name>:<hash>``, where <hash> covers every file of
 the recipe directory and this tool's ``RECIPE_VERSION``: an unchanged recipe is never rebuilt,
@@ -42,6 +43,7 @@ from slurm_testbed import DEBIAN_MIRROR, _flock, cache_dir, safe_remove  # noqa:
 RECIPES = Path(__file__).resolve().parent / "images"
 # Bump when this tool changes how an image is made, so every cached image is rebuilt.
 RECIPE_VERSION = "1"
+# The Debian suite of a recipe: its `suite` file, else this.
 SUITE = "sid"
 # Exit code of `status`/`build` when this machine cannot run podman at all (the Makefile skips loudly).
 EXIT_UNAVAILABLE = 3
@@ -127,9 +129,15 @@ def recipe_hash(name: str) -> str:
     return digest.hexdigest()[:16]
 
 
+def suite(name: str) -> str:
+    path = RECIPES / name / "suite"
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else SUITE
+
+
 def root_tag(name: str) -> str:
-    """The imported debootstrap root: depends on packages.txt only, so a Containerfile change reuses it."""
-    digest = hashlib.sha256(f"{RECIPE_VERSION}\n{SUITE}\n".encode() + (RECIPES / name / "packages.txt").read_bytes())
+    """The imported debootstrap root: depends on suite and packages.txt only (a Containerfile change reuses it)."""
+    digest = hashlib.sha256(f"{RECIPE_VERSION}\n{suite(name)}\n".encode())
+    digest.update((RECIPES / name / "packages.txt").read_bytes())
     return f"localhost/aifactory-{name}-root:{digest.hexdigest()[:16]}"
 
 
@@ -182,9 +190,9 @@ def _import_root(name: str, base: str) -> None:
     staging = work / f"{name}.root"
     safe_remove(staging)
     try:
-        print(f"images: debootstrap {SUITE} for {name} (several minutes, once per packages.txt)", file=sys.stderr)
+        print(f"images: debootstrap {suite(name)} for {name} (a minute or two, once per packages.txt)", file=sys.stderr)
         subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages(name))}",
-                        SUITE, str(staging), DEBIAN_MIRROR], check=True, stdout=subprocess.DEVNULL)
+                        suite(name), str(staging), DEBIAN_MIRROR], check=True, stdout=subprocess.DEVNULL)
         # Make the root an image: tar streamed into podman import (one file-system, no mounts).
         tar = subprocess.Popen(["tar", "-C", str(staging), "--one-file-system", "--numeric-owner",
                                 "-cf", "-", "."], stdout=subprocess.PIPE)

@@ -67,14 +67,13 @@ def run_job(base, ident, **isolation):
 @pytest.fixture(scope="module")
 def jobs(ee_image, tmp_path_factory):
     inside = private_data_dir(tmp_path_factory.mktemp("ee-job"))
-    # The EE runs jobs as uid 1000 (ansible-builder's final USER): the job's files must be writable.
-    for path in [inside, *inside.rglob("*")]:
-        path.chmod(path.stat().st_mode | 0o777 if path.is_dir() else path.stat().st_mode | 0o666)
     outside = private_data_dir(tmp_path_factory.mktemp("local-job"))
     return {
         "image": ee_image,
+        # As root in the container: the private data dir belongs to root here (AWX gives the
+        # image's user, uid 1000, a private data dir of its own).
         "inside": (inside, *run_job(inside, "ee", process_isolation=True, process_isolation_executable="podman",
-                                    container_image=ee_image)),
+                                    container_image=ee_image, container_options=["--user=0"])),
         "outside": (outside, *run_job(outside, "local")),
     }
 

@@ -88,3 +88,11 @@ def test_ee_build_mounts_the_hosts_ca_bundle_when_there_is_one(tmp_path, monkeyp
         "--network=host", f"--volume={bundle}:/etc/ssl/certs/ca-certificates.crt:ro"]
     monkeypatch.setenv("PIP_CERT", str(tmp_path / "missing.crt"))
     assert execution_environment.build_cli_args() == ["--network=host"]
+
+
+def test_suite_file_chooses_the_debian_suite_and_the_root(recipes):
+    assert container_images.suite("node") == "sid"
+    root = container_images.root_tag("node")
+    (recipes / "suite").write_text("trixie\n")
+    assert container_images.suite("node") == "trixie"
+    assert container_images.root_tag("node") != root
