@@ -196,7 +196,7 @@ def _import_root(name: str, base: str) -> None:
         # Make the root an image: tar streamed into podman import (one file-system, no mounts).
         tar = subprocess.Popen(["tar", "-C", str(staging), "--one-file-system", "--numeric-owner",
                                 "-cf", "-", "."], stdout=subprocess.PIPE)
-        imported = subprocess.run(["podman", "import", "-", base], stdin=tar.stdout,
+        imported = subprocess.run(["podman", "import", "-", base], stdin=tar.stdout, check=False,
                                   env={**os.environ, **podman_env()}, capture_output=True, text=True)
         tar.stdout.close()
         if tar.wait() != 0 or imported.returncode != 0:

@@ -79,7 +79,7 @@ def jobs(ee_image, tmp_path_factory):
 
 
 def test_the_job_ran_in_a_podman_container_of_the_ee_image(jobs):
-    _, result, artifacts = jobs["inside"]
+    result, artifacts = jobs["inside"][1:]
     assert (result.status, result.rc) == ("successful", 0), (artifacts / "stdout").read_text()
     command = json.loads((artifacts / "command").read_text())["command"]
     assert Path(command[0]).name == "podman" and command[1] == "run", command
