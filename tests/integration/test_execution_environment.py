@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -25,7 +26,8 @@ sys.path.insert(0, str(REPO / "tools"))
 import container_images  # noqa: E402
 import execution_environment  # noqa: E402
 
-OUTPUT = Path("project") / "inventories" / "example" / "output"
+# The example inventory writes its Slurm files to <inventory_dir>/output.
+OUTPUT = Path("inventory") / "output"
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +40,14 @@ def ee_image():
 
 
 def private_data_dir(base):
-    """A job's private data dir: the project, then the project sync into requirements_collections."""
+    """A job's private data dir: the project, the project sync into requirements_collections,
+    and the inventory (the example's, with its group_vars) where ansible-runner takes it from."""
     scm_checkout(base / "project")
+    # Only the inventory file and its group_vars: ansible-runner passes the whole directory as
+    # the inventory (the example's files/ would be parsed as inventory sources).
+    example = base / "project" / "inventories" / "example"
+    shutil.copytree(example / "group_vars", base / "inventory" / "group_vars")
+    shutil.copy2(example / "hosts.yml", base / "inventory" / "hosts.yml")
     collections = base / "requirements_collections"
     run([tool("ansible-galaxy"), "collection", "install", "-r", "collections/requirements.yml",
          "--collections-path", collections], cwd=base / "project",
@@ -57,8 +65,7 @@ def run_job(base, ident, **isolation):
             patch.delenv(key, raising=False)
         if not isolation:
             patch.setenv("PATH", clean_env()["PATH"])
-        result = runner.run(private_data_dir=str(base), playbook="playbooks/site.yml",
-                            inventory=f"{root}/project/inventories/example", envvars=envvars,
+        result = runner.run(private_data_dir=str(base), playbook="playbooks/site.yml", envvars=envvars,
                             ident=ident, quiet=True, **isolation)
     artifacts = base / "artifacts" / ident
     return result, artifacts
