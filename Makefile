@@ -21,11 +21,13 @@ COLLECTIONS := $(ROOT)/.collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/aifactory/topology
 OUTPUT := $(ROOT)/tests/output
 # Debian packages the Slurm test bed (debootstrap, lua5.4), the shellcheck sanity test and the
-# segment report's browser test (chromium, headless) need.
+# segment report's browser test (chromium, headless) need, and podman for the Molecule scenarios
+# and the execution environment (runc: crun fails on hybrid cgroup hosts; netavark +
+# aardvark-dns: the scenarios' networks; rootful, so no uidmap or slirp4netns).
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
 # openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
-APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless
+APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
@@ -55,18 +57,20 @@ COMPAT_VENVS := $(ROOT)/.venv-compat
 COMPAT_SANITY_SKIP := --skip-test empty-init
 
 .PHONY: help setup venv link system-packages testbed k8s-testbed example test units integration \
-        sanity lint build compat release-notes bench clean
+        sanity lint build compat release-notes bench clean images molecule
+# Molecule scenarios of `make molecule` (molecule/<name>), in order.
+MOLECULE_SCENARIOS := slurm_cluster imex
 
 help:
 	@echo "make example      set up, then: ansible-playbook -i inventories/example playbooks/site.yml"
 	@echo "make test         set up, then run: $(TEST_STEPS)"
 	@echo "make setup        .venv, .collections link, Debian packages, the Slurm chroot (root) and the"
 	@echo "                  Kubernetes test bed (kube-apiserver, kube-scheduler, etcd; needs Go)"
-	@echo "make units | integration | sanity | lint | build | compat | release-notes | bench | clean"
+	@echo "make units | integration | sanity | lint | build | compat | molecule | images | release-notes | bench | clean"
 
 ## Setup ------------------------------------------------------------------------------
 
-setup: venv link system-packages testbed k8s-testbed
+setup: venv link system-packages testbed k8s-testbed images
 	@echo "setup: done"
 
 # Idempotent: reinstalls only when the requirement files change (hash in $(VENV_STAMP)).
@@ -135,6 +139,22 @@ k8s-testbed: venv
 	  exit "$$rc"; \
 	fi
 
+# The systemd node image of the Molecule scenarios and the execution environment's base image:
+# debootstrapped once per recipe (tools/images/), then cached in podman's storage under
+# $(SLURM_CACHE)/podman; exit code 3 from the tool means "podman cannot run here".
+images: venv system-packages
+	@echo "setup: container images (built once per recipe, about 2 min cold; cached in $(SLURM_CACHE)/podman)"; \
+	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/container_images.py" build || rc=$$?; \
+	if [ "$$rc" = 3 ]; then \
+	  echo "************************************************************************"; \
+	  echo "* NOTE: podman cannot run containers here (see the line above), so the"; \
+	  echo "* Molecule scenarios and the execution environment test will be SKIPPED."; \
+	  echo "* Run as root on a machine with podman for the full suite."; \
+	  echo "************************************************************************"; \
+	elif [ "$$rc" != 0 ]; then \
+	  exit "$$rc"; \
+	fi
+
 ## Main job ---------------------------------------------------------------------------
 
 # The main job needs neither the Kubernetes test bed nor its build time. Where the Slurm test
@@ -166,7 +186,7 @@ test: setup
 	  detail=; \
 	  if [ -f "$(OUTPUT)/$$step.log" ]; then \
 	    detail=$$(sed -E 's/\x1b\[[0-9;]*m//g' "$(OUTPUT)/$$step.log" \
-	      | grep -aE '^=+ .* in [0-9.]+s|^(Passed|Failed): |^FATAL: |^build: .* OK|^ERROR: pytest' \
+	      | grep -aE '^=+ .* in [0-9.]+s|^(Passed|Failed): |^FATAL: |^build: .* OK|^ERROR: pytest|^molecule: |^\* molecule: ' \
 	      | tail -1 | sed -E 's/^=+ //; s/ =+$$//' | cut -c1-100 || true); \
 	  fi; \
 	  lines+=("$$(printf '%-12s %-7s %5ss  %s' "$$step" "$$status" "$$((SECONDS - start))" "$$detail")"); \
@@ -192,6 +212,29 @@ units: venv link
 
 integration: venv link
 	$(call pytest,tests/integration,integration)
+
+# Every scenario of MOLECULE_SCENARIOS through `molecule test` (create, converge, idempotence,
+# verify, destroy) with the project's podman configuration; skipped, loudly, only where podman
+# cannot run at all.
+molecule: venv link images
+	@mkdir -p "$(OUTPUT)"
+	@cd "$(ROOT)"; \
+	reason=$$("$(VENV)/bin/python" tools/container_images.py status 2>&1) && rc=0 || rc=$$?; \
+	if [ "$$rc" = 3 ]; then \
+	  echo "************************************************************************" | tee "$(OUTPUT)/molecule.log"; \
+	  echo "* molecule: SKIPPED: $$reason" | tee -a "$(OUTPUT)/molecule.log"; \
+	  echo "************************************************************************" | tee -a "$(OUTPUT)/molecule.log"; \
+	  exit 0; \
+	fi; \
+	eval "$$("$(VENV)/bin/python" tools/container_images.py env)"; \
+	: > "$(OUTPUT)/molecule.log"; passed=; \
+	for scenario in $(MOLECULE_SCENARIOS); do \
+	  start=$$SECONDS; \
+	  NO_COLOR=1 "$(VENV)/bin/molecule" test --scenario-name "$$scenario" 2>&1 | tee -a "$(OUTPUT)/molecule.log" || { \
+	    echo "molecule: $$scenario FAILED (log: $(OUTPUT)/molecule.log)" | tee -a "$(OUTPUT)/molecule.log"; exit 1; }; \
+	  passed="$$passed $$scenario ($$((SECONDS - start))s)"; \
+	done; \
+	echo "molecule: passed:$$passed" | tee -a "$(OUTPUT)/molecule.log"
 
 sanity: venv
 	@mkdir -p "$(OUTPUT)"
