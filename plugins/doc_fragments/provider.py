@@ -50,11 +50,16 @@ options:
             V(netq) takes C(api_url), C(nmx_url), C(nmx), C(nodes) and the HTTP settings of the cloud providers.
           - Any provider takes C(accelerator), C(source=nvidia_smi) and C(nvidia_smi) (node to its nvidia-smi
             fabric output, or its C(topology_node) fact), for NVLink domains (docs/providers/nvidia_smi.md).
+          - Any provider takes C(discovery_timeout), the total seconds of the whole discovery (every request,
+            retry and wait; default 600). C(timeout) bounds each request attempt as a whole, body included,
+            so a server that sends one byte a second is cut off (docs/security.md).
         type: dict
         default: {}
       creds:
         description:
           - Provider credentials. Never logged.
+          - A credential with a line break (such as the trailing newline of a YAML C(|) block), a control
+            or a non-ASCII character is refused before it is used; the error names it, never its value.
           - The cloud providers take their secrets here or from environment variables (docs/providers/).
           - V(netq) takes C(username) and C(password), else C(NETQ_USERNAME) and C(NETQ_PASSWORD).
           - V(dra) and V(node_labels) take the Kubernetes connection options of M(aifactory.topology.k8s_node_labels)

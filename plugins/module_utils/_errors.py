@@ -27,3 +27,24 @@ class RemoteAPIError(AifactoryTopologyError):
 
 class LocalFileError(AifactoryTopologyError):
     """A local file that could not be read or written; the message names the file."""
+
+
+# What a message may show of a value: a short prefix, never a credential.
+def clip(value, width=60):
+    """``repr(value)`` cut to about ``width`` characters: messages never quote megabytes of input."""
+    if isinstance(value, str):
+        if len(value) <= width:
+            return repr(value)
+        return f"{value[:width]!r}... ({len(value)} characters)"
+    text = repr(value) if isinstance(value, (int, float, bool, type(None))) else f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[:width] + "..."
+
+
+def credential_problem(value):
+    """What makes ``value`` unusable as a credential in an HTTP header or gRPC metadata, or None."""
+    for char in value:
+        if char in "\r\n":
+            return "contains a line break (a trailing newline from a YAML block or a file?)"
+        if not " " <= char <= "~":
+            return "contains a control or non-ASCII character"
+    return None

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import clip
+
 # Topograph caps request-supplied ranges at 500,000 names; a hostlist is untrusted input.
 DEFAULT_MAX_HOSTS = 500_000
+
+# Slurm's own ranges are unsigned longs; longer digit strings only serve to blow up memory.
+MAX_RANGE_DIGITS = 18
 
 _SEPARATORS = ",\t\n "
 _NAME_SPLIT = re.compile(r"^(.*?)(\d+)(\D*)$")
@@ -23,16 +28,33 @@ class HostlistError(ValueError):
     """A hostlist expression that cannot be expanded; the message names the expression."""
 
 
+class HostBudget:
+    """One expansion limit for a whole run: every expression expanded through it draws on ``max_hosts``.
+
+    A per-expression limit lets four expressions of 500k names each through; a budget shared
+    by every hostlist of one discovery (or model) does not.
+    """
+
+    def __init__(self, max_hosts=DEFAULT_MAX_HOSTS):
+        self.max_hosts = max_hosts
+        self.used = 0
+
+    def expand(self, expression):
+        names = expand(expression, self.max_hosts - self.used, budget_total=self.max_hosts)
+        self.used += len(names)
+        return names
+
+
 def _split_top_level(expression: str) -> list[str]:
     tokens, depth, current = [], 0, []
     for char in expression:
         if char == "[":
             if depth:
-                raise HostlistError(f"nested '[' in hostlist {expression!r}")
+                raise HostlistError(f"nested '[' in hostlist {clip(expression)}")
             depth = 1
         elif char == "]":
             if not depth:
-                raise HostlistError(f"unbalanced ']' in hostlist {expression!r}")
+                raise HostlistError(f"unbalanced ']' in hostlist {clip(expression)}")
             depth = 0
         if char in _SEPARATORS and not depth:
             if current:
@@ -41,7 +63,7 @@ def _split_top_level(expression: str) -> list[str]:
             continue
         current.append(char)
     if depth:
-        raise HostlistError(f"unbalanced '[' in hostlist {expression!r}")
+        raise HostlistError(f"unbalanced '[' in hostlist {clip(expression)}")
     if current:
         tokens.append("".join(current))
     return tokens
@@ -55,10 +77,12 @@ def _parse_ranges(body: str, token: str) -> list[tuple[int, int, int]]:
         if not sep:
             high_text = low_text
         if not (low_text.isdigit() and high_text.isdigit() and low_text.isascii() and high_text.isascii()):
-            raise HostlistError(f"invalid range {part!r} in hostlist {token!r}")
+            raise HostlistError(f"invalid range {clip(part)} in hostlist {clip(token)}")
+        if max(len(low_text), len(high_text)) > MAX_RANGE_DIGITS:
+            raise HostlistError(f"range {clip(part)} in hostlist {clip(token)} has more than {MAX_RANGE_DIGITS} digits")
         low, high = int(low_text), int(high_text)
         if low > high:
-            raise HostlistError(f"invalid range {part!r} in hostlist {token!r}: low bound above high bound")
+            raise HostlistError(f"invalid range {clip(part)} in hostlist {clip(token)}: low bound above high bound")
         ranges.append((low, high, len(low_text)))
     return ranges
 
@@ -77,7 +101,7 @@ def _parse_token(token: str) -> list[object]:
         end = rest.index("]", start)
         body = rest[start + 1:end]
         if not body:
-            raise HostlistError(f"empty brackets in hostlist {token!r}")
+            raise HostlistError(f"empty brackets in hostlist {clip(token)}")
         pieces.append(_parse_ranges(body, token))
         rest = rest[end + 1:]
     return pieces
@@ -104,7 +128,7 @@ def _expand_pieces(pieces: list[object]) -> list[str]:
     return names
 
 
-def expand(expression: str | list[str] | None, max_hosts: int = DEFAULT_MAX_HOSTS) -> list[str]:
+def expand(expression: str | list[str] | None, max_hosts: int = DEFAULT_MAX_HOSTS, budget_total=None) -> list[str]:
     """Expand a hostlist expression (or a list of them) into names, in order, without duplicates.
 
     Raises HostlistError for a malformed expression or one that names more than
@@ -112,19 +136,24 @@ def expand(expression: str | list[str] | None, max_hosts: int = DEFAULT_MAX_HOST
     """
     if expression is None:
         return []
-    expressions = [expression] if isinstance(expression, str) else list(expression)
+    if isinstance(expression, str):
+        expressions = [expression]
+    elif isinstance(expression, (list, tuple)):
+        expressions = list(expression)
+    else:
+        raise HostlistError(f"a hostlist must be a string or a list of strings, got {clip(expression)}")
     parsed = []
     total = 0
     for item in expressions:
         if not isinstance(item, str):
-            raise HostlistError(f"hostlist entries must be strings, got {item!r}")
+            raise HostlistError(f"hostlist entries must be strings, got {clip(item)}")
         for token in _split_top_level(item):
             pieces = _parse_token(token)
             total += _token_size(pieces)
             if total > max_hosts:
-                raise HostlistError(
-                    f"hostlist {item!r} expands to more than {max_hosts} hosts (limit against runaway expansion)"
-                )
+                shared = f" left of the run's {budget_total}" if budget_total is not None else ""
+                raise HostlistError(f"hostlist {clip(item)} expands to more than {max_hosts} hosts{shared} "
+                                    "(limit against runaway expansion)")
             parsed.append(pieces)
     seen = set()
     names = []

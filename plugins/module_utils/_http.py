@@ -8,10 +8,13 @@ TLS verification turned off. Every provider that speaks HTTP goes through this c
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import threading
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, clip, credential_problem
 
 try:
     import requests
@@ -21,10 +24,104 @@ except ImportError:  # pragma: no cover - exercised only where requests is missi
     HAS_REQUESTS = False
 
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# A decoded body larger than this is refused (a gzip bomb or a runaway server), not held in memory.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+# Default total time of one discovery (every request, retry and wait of it), in seconds.
+DEFAULT_DISCOVERY_TIMEOUT = 600.0
+# 500,000 instances at 100 a page; a server that pages forever is stopped here (or by the deadline).
+MAX_PAGES = 5_000
+_CHUNK = 64 * 1024
 
 
 class HttpError(RemoteAPIError):
     """An API that could not be used; the message names the method, URL and what went wrong."""
+
+
+# The deadline of the discovery in progress (time.monotonic() value), set by discovery_deadline().
+_deadline = {"at": None}
+
+
+@contextlib.contextmanager
+def discovery_deadline(seconds):
+    """Bound every request, retry and backoff inside the block to ``seconds`` in total."""
+    previous = _deadline["at"]
+    _deadline["at"] = time.monotonic() + seconds if seconds else None
+    try:
+        yield
+    finally:
+        _deadline["at"] = previous
+
+
+def remaining_time():
+    """Seconds left before the discovery deadline, or None without one."""
+    at = _deadline["at"]
+    return None if at is None else at - time.monotonic()
+
+
+def check_header_values(headers, what):
+    """Header values (credentials among them) must be visible ASCII; errors never show the value.
+
+    requests rejects a value with a line break with an error that quotes it, and a non-ASCII
+    one fails deep in http.client: a token pasted with a trailing newline must not be printed.
+    """
+    for name, value in (headers or {}).items():
+        if isinstance(value, bytes):
+            value = value.decode("latin-1")
+        if not isinstance(value, str):
+            raise HttpError(f"{what}: header {name!r} must be a string")
+        problem = credential_problem(value)
+        if problem:
+            raise HttpError(f"{what}: the value of header {name!r} {problem} (the value is not shown)")
+
+
+def call_within(function, seconds):
+    """``function()``'s result, or TimeoutError once ``seconds`` have passed without one.
+
+    The call runs in a daemon worker thread that is abandoned at the limit: the socket timeouts
+    of requests and urllib3 apply to each read, so a server that sends one byte a second never
+    trips them, and only a total limit like this one bounds the whole exchange.
+    """
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = function()
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="aifactory-bounded-call", daemon=True)
+    worker.start()
+    worker.join(seconds + 0.2)
+    if worker.is_alive():
+        raise TimeoutError(f"no result within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+class Response:
+    """A fully read response: status_code, headers, url, content (bytes), text and json()."""
+
+    def __init__(self, status_code, headers, url, content, encoding):
+        self.status_code = status_code
+        self.headers = headers
+        self.url = url
+        self.content = content
+        self.encoding = encoding or "utf-8"
+
+    @property
+    def text(self):
+        try:
+            return self.content.decode(self.encoding, errors="replace")
+        except LookupError:
+            return self.content.decode("utf-8", errors="replace")
+
+    def json(self):
+        """The decoded JSON body; ValueError for anything else (not JSON, too deeply nested)."""
+        try:
+            return json.loads(self.content)
+        except RecursionError:
+            raise ValueError("the JSON body is nested too deeply") from None
 
 
 class HttpClient:
@@ -32,13 +129,20 @@ class HttpClient:
 
     ``backoff`` is the first delay in seconds (doubled per attempt); ``sleep`` is injectable so
     tests run without waiting. Credentials belong in ``headers``/``auth`` and never in messages.
+    ``timeout`` bounds each attempt as a whole (connect, headers and body: a server that drips
+    one byte a second is cut off), the discovery deadline (discovery_deadline) bounds them all.
     """
 
     def __init__(self, base_url, *, headers=None, auth=None, verify=True, ca_bundle=None, timeout=30.0,
-                 attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep, session=None):
+                 attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep, session=None,
+                 max_response_bytes=MAX_RESPONSE_BYTES):
         if not HAS_REQUESTS:
             raise TopologyError("this provider needs the Python library 'requests' on the host that runs it")
         self.base_url = base_url.rstrip("/")
+        check_header_values(headers, self.base_url)
+        if auth is not None and isinstance(auth, tuple):
+            check_header_values({f"basic auth {part}": value for part, value in zip(("user", "password"), auth)},
+                                self.base_url)
         self.session = session or requests.Session()
         self.session.headers.update(headers or {})
         self.session.auth = auth
@@ -49,6 +153,7 @@ class HttpClient:
         self.backoff = backoff
         self.max_retry_after = max_retry_after
         self.sleep = sleep
+        self.max_response_bytes = max_response_bytes
 
     def url(self, path):
         if path.startswith(("http://", "https://")):
@@ -57,31 +162,76 @@ class HttpClient:
 
     def request(self, method, path, **kwargs):
         url = self.url(path)
+        what = f"{method} {url}"
+        check_header_values(kwargs.get("headers"), what)
 
         def attempt():
-            try:
-                response = self.session.request(method, url, timeout=self.timeout, verify=self.verify, **kwargs)
-            except requests.exceptions.SSLError as exc:
-                raise HttpError(f"{method} {url}: TLS verification failed ({exc.__class__.__name__}); "
-                                "set ca_bundle to the CA that signed the server's certificate") from None
-            except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
-                raise RetryableError(exc.__class__.__name__) from None
+            response = self._attempt(method, url, what, kwargs)
             if response.status_code < 400:
                 return response
             if response.status_code not in RETRY_STATUS:
-                raise HttpError(f"{method} {url}: HTTP {response.status_code}{_detail(response)}",
-                                response.status_code)
+                raise HttpError(f"{what}: HTTP {response.status_code}{_detail(response)}", response.status_code)
             raise RetryableError(f"HTTP {response.status_code}", retry_after_seconds(response.headers.get("Retry-After")))
 
-        return call_with_retries(attempt, f"{method} {url}", attempts=self.attempts, backoff=self.backoff,
+        return call_with_retries(attempt, what, attempts=self.attempts, backoff=self.backoff,
                                  max_retry_after=self.max_retry_after, sleep=self.sleep)
+
+    def _attempt(self, method, url, what, kwargs):
+        """One request read to its end within ``timeout`` (and the discovery deadline)."""
+        budget = self.timeout
+        left = remaining_time()
+        if left is not None:
+            if left <= 0:
+                raise HttpError(f"{what}: the discovery deadline has passed")
+            budget = min(budget, left)
+        started = time.monotonic()
+        try:
+            return call_within(lambda: self._fetch(method, url, what, kwargs, started + budget), budget)
+        except TimeoutError:
+            raise RetryableError(f"no complete response within {budget:.1f} s") from None
+
+    def _fetch(self, method, url, what, kwargs, deadline):
+        try:
+            response = self.session.request(method, url, timeout=self.timeout, verify=self.verify, stream=True,
+                                            **kwargs)
+        except requests.exceptions.SSLError as exc:
+            raise HttpError(f"{what}: TLS verification failed ({exc.__class__.__name__}); "
+                            "set ca_bundle to the CA that signed the server's certificate") from None
+        except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
+            raise RetryableError(exc.__class__.__name__) from None
+        except requests.exceptions.TooManyRedirects:
+            raise HttpError(f"{what}: too many redirects (a redirect loop)") from None
+        except (requests.exceptions.RequestException, ValueError, UnicodeError) as exc:
+            # Never str(exc): requests quotes header values (credentials) in some of its errors.
+            raise HttpError(f"{what}: the request failed ({exc.__class__.__name__})") from None
+        try:
+            chunks, size = [], 0
+            for chunk in response.iter_content(_CHUNK):
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise HttpError(f"{what}: the response is larger than {self.max_response_bytes} bytes; refused")
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise RetryableError("the response was still arriving at the time limit (params.timeout)")
+        except requests.exceptions.ContentDecodingError:
+            raise HttpError(f"{what}: the response body cannot be decoded (bad gzip or deflate data)") from None
+        except requests.exceptions.ChunkedEncodingError:
+            raise RetryableError("the response body was cut off (truncated or broken chunked encoding)") from None
+        except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
+            raise RetryableError(exc.__class__.__name__) from None
+        except requests.exceptions.RequestException as exc:
+            raise HttpError(f"{what}: reading the response failed ({exc.__class__.__name__})") from None
+        finally:
+            response.close()
+        return Response(response.status_code, response.headers, response.url, b"".join(chunks), response.encoding)
 
     def json(self, method, path, **kwargs):
         response = self.request(method, path, **kwargs)
         try:
             return response.json()
-        except ValueError:
-            raise HttpError(f"{method} {self.url(path)}: the response is not JSON: {response.text[:200]!r}") from None
+        except ValueError as exc:
+            reason = str(exc) if "nested" in str(exc) else "the response is not JSON"
+            raise HttpError(f"{method} {self.url(path)}: {reason}: {response.text[:200]!r}") from None
 
 
 def _detail(response):
@@ -103,9 +253,10 @@ def retry_after_seconds(value):
     if value is None:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except (TypeError, ValueError):
         return None
+    return seconds if seconds == seconds and seconds != float("inf") else None
 
 
 def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep):
@@ -113,7 +264,7 @@ def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after
 
     Between tries it waits the error's own delay (capped at ``max_retry_after``) or
     ``backoff * 2**(try - 1)``. Any client (requests, boto3, gRPC) uses this one policy; ``what``
-    names the call in the final error.
+    names the call in the final error. No wait runs past the discovery deadline.
     """
     attempts = max(1, int(attempts))
     last = None
@@ -124,26 +275,39 @@ def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after
             last = exc
         if number < attempts:
             if last.delay is None:
-                sleep(backoff * 2 ** (number - 1))
+                delay = backoff * 2 ** (number - 1)
             else:
-                sleep(min(max(last.delay, 0.0), max_retry_after))
+                delay = min(max(last.delay, 0.0), max_retry_after)
+            left = remaining_time()
+            if left is not None and delay >= left:
+                raise HttpError(f"{what}: {last.reason}; no time left for another attempt before the "
+                                "discovery deadline (params.discovery_timeout)")
+            sleep(delay)
     raise HttpError(f"{what}: {last.reason} after {attempts} attempts")
 
 
-def paginate(fetch, max_pages=100_000):
+def paginate(fetch, max_pages=MAX_PAGES):
     """Items of every page. ``fetch(token)`` returns ``(items, next_token)``; None or "" ends.
 
-    A token seen before stops the loop with an error instead of paging forever.
+    A token seen before, or a non-empty page identical to an earlier one (a server that hands
+    out new tokens for the same data), stops the loop with an error instead of paging forever.
     """
     seen = set()
+    pages = set()
     token = None
     for _page in range(max_pages):
         items, token = fetch(token)
+        if token and token in seen:
+            raise HttpError(f"the API returned page token {clip(token)} twice; stopping instead of looping")
+        if items:
+            digest = hashlib.sha256(json.dumps(items, sort_keys=True, default=repr).encode()).digest()
+            if digest in pages:
+                raise HttpError("the API returned the same page of items twice under different page tokens; "
+                                "stopping instead of looping")
+            pages.add(digest)
         yield from items
         if not token:
             return
-        if token in seen:
-            raise HttpError(f"the API returned page token {token!r} twice; stopping instead of looping")
         seen.add(token)
     raise HttpError(f"more than {max_pages} pages; stopping")
 
@@ -151,7 +315,7 @@ def paginate(fetch, max_pages=100_000):
 def require_keys(document, keys, where):
     """Fail clearly on a malformed body: ``where`` names the response and the missing key."""
     if not isinstance(document, dict):
-        raise HttpError(f"{where}: expected a JSON object, got {json.dumps(document)[:100]}")
+        raise HttpError(f"{where}: expected a JSON object, got {clip(json.dumps(document, default=repr)[:100])}")
     missing = [key for key in keys if key not in document]
     if missing:
         raise HttpError(f"{where}: missing {', '.join(missing)}")

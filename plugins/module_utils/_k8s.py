@@ -19,7 +19,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key, is_valid_label_value
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, credential_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._http import call_within, remaining_time
 
 try:
     import urllib3
@@ -124,6 +125,9 @@ def configuration(auth):
     if auth.get("host"):
         config.host = auth["host"].rstrip("/")
     if auth.get("api_key"):
+        problem = credential_problem(auth["api_key"]) if isinstance(auth["api_key"], str) else "must be a string"
+        if problem:
+            raise TopologyError(f"api_key {problem}; the value is not shown")
         # The token given wins over the kubeconfig's, including its refresh hook (exec plugins).
         config.api_key = {"BearerToken": "Bearer " + auth["api_key"]}
         config.refresh_api_key_hook = None
@@ -158,7 +162,7 @@ def _load_kubeconfig(config, auth):
 def _status_message(data):
     try:
         body = json.loads(data or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}, (data or b"")[:200].decode("utf-8", "replace")
     if not isinstance(body, dict):
         return {}, str(body)[:200]
@@ -193,10 +197,22 @@ class K8sClient:
         method, url, headers = self.api.param_serialize(
             method, path, query_params=query_items or None, header_params=headers, auth_settings=["BearerToken"])[:3]
         what = f"{method} {path}"
+        budget = self.timeout
+        left = remaining_time()
+        if left is not None:
+            if left <= 0:
+                raise K8sError(f"{what}: the discovery deadline has passed")
+            budget = min(budget, left)
+
+        def call():
+            response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=budget)
+            return response, response.read()
+
         try:
-            response = self.api.call_api(method, url, header_params=headers, body=body,
-                                         _request_timeout=self.timeout)
-            data = response.read()
+            # A total limit per request: the library's timeout applies to each socket read only.
+            response, data = call_within(call, budget)
+        except TimeoutError:
+            raise K8sError(f"{what}: no complete response from {self.host} within {budget:g} s") from None
         except urllib3.exceptions.HTTPError as exc:
             cause = getattr(exc, "reason", None) or exc  # MaxRetryError wraps the last error
             if isinstance(cause, urllib3.exceptions.SSLError) or isinstance(exc, urllib3.exceptions.SSLError):
@@ -207,7 +223,10 @@ class K8sClient:
             body_json, message = _status_message(data)
             raise K8sError(f"{what}: HTTP {response.status} {response.reason}: {message}".rstrip(": "),
                            response.status, body_json)
-        return json.loads(data) if data else {}
+        try:
+            return json.loads(data) if data else {}
+        except (ValueError, RecursionError):
+            raise K8sError(f"{what}: the API server's response is not JSON (or nested too deeply)") from None
 
     def list(self, path, label_selector=None, field_selector=None):
         """Every item of a list endpoint, page by page; a repeated continue token is an error."""

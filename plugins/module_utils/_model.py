@@ -16,7 +16,7 @@ so a 100k-node model is a few hundred KB.
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
 COMPACT_FORMAT = "aifactory.topology/v1"
 
@@ -49,6 +49,8 @@ class Topology:
         self.nodes: dict[str, Node] = {}
         self.domain_order: list[str] = []
         self._declared_by: dict[str, str] = {}
+        # One expansion budget for every hostlist of one discovery or model (a whole run).
+        self.host_budget = hostlist.HostBudget()
 
     # -- building -----------------------------------------------------------------------
 
@@ -56,7 +58,9 @@ class Topology:
         """Add a switch or attach a parent to a known one; a second, different parent is an error."""
         _require_name(switch_id, source)
         if parent is not None:
-            _require_name(parent, f"parent of switch {switch_id!r}")
+            _require_name(parent, f"{source}: parent of switch {switch_id!r}")
+        if name is not None:
+            _require_name(name, f"{source}: name of switch {switch_id!r}")
         switch = self.switches.get(switch_id)
         if switch is None:
             self.switches[switch_id] = Switch(switch_id, parent, name)
@@ -74,12 +78,20 @@ class Topology:
         _require_name(name, source)
         for value, what in ((switch, "switch"), (domain, "domain"), (sub_domain, "sub_domain")):
             if value is not None:
-                _require_name(value, f"{what} of node {name!r}")
+                _require_name(value, f"{source}: {what} of node {name!r}")
         if sub_domain is not None and domain is None:
             raise TopologyError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
+        labels = dict(labels or {})
+        for key, value in labels.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TopologyError(f"{source}: labels of node {name!r} must map strings to strings, "
+                                    f"got {clip(key)}: {clip(value)}")
         known = self.nodes.get(name)
         if known is None:
-            self.nodes[name] = Node(name, switch, domain, sub_domain, dict(labels or {}))
+            if len(self.nodes) >= self.host_budget.max_hosts:
+                raise TopologyError(f"{source}: more than {self.host_budget.max_hosts} nodes "
+                                    "(limit against runaway input)")
+            self.nodes[name] = Node(name, switch, domain, sub_domain, labels)
             return
         if switch is not None and known.switch is not None and known.switch != switch:
             raise TopologyError(f"node {name!r} is under two leaf switches: {known.switch!r} and {switch!r}")
@@ -88,7 +100,7 @@ class Topology:
         known.switch = known.switch or switch
         known.domain = known.domain or domain
         known.sub_domain = known.sub_domain or sub_domain
-        known.labels.update(labels or {})
+        known.labels.update(labels)
 
     def declare_domain(self, domain, source="domain"):
         """Declare a domain at the next physical position (it may have no nodes yet)."""
@@ -135,6 +147,7 @@ class Topology:
         if not self.nodes:
             raise TopologyError("the topology is empty: it has no nodes")
         self.check_switch_forest()
+        self.check_unique_switch_names()
         for node in self.nodes.values():
             if node.switch is not None and node.switch not in self.switches:
                 raise TopologyError(f"node {node.name!r} refers to unknown switch {node.switch!r}")
@@ -146,6 +159,16 @@ class Topology:
             if switch.parent is not None and switch.parent not in self.switches:
                 raise TopologyError(f"switch {switch.id!r} refers to unknown parent switch {switch.parent!r}")
         self._check_cycles()
+
+    def check_unique_switch_names(self) -> None:
+        """Slurm needs one SwitchName per switch: a display name (or id) used by two switches is an error."""
+        holder: dict[str, str] = {}
+        for switch in self.switches.values():
+            shown = switch.name if switch.name is not None else switch.id
+            other = holder.setdefault(shown, switch.id)
+            if other != switch.id:
+                raise TopologyError(f"switches {other!r} and {switch.id!r} both have the name {shown!r}; "
+                                    "Slurm needs one SwitchName per switch")
 
     def _check_cycles(self) -> None:
         done: set[str] = set()
@@ -203,10 +226,10 @@ class Topology:
         if not isinstance(data, dict):
             raise TopologyError(f"model must be a mapping in the {COMPACT_FORMAT} form, got {type(data).__name__}")
         if data.get("format") != COMPACT_FORMAT:
-            raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {data.get('format')!r}")
+            raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {clip(data.get('format'))}")
         unknown = set(data) - {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets"}
         if unknown:
-            raise TopologyError(f"model has unknown fields: {', '.join(sorted(unknown))}")
+            raise TopologyError(f"model has unknown fields: {', '.join(sorted(str(key)[:60] for key in unknown))}")
         topo = cls()
         switches = data.get("switches") or {}
         if not isinstance(switches, dict):
@@ -215,12 +238,13 @@ class Topology:
         if not isinstance(names, dict):
             raise TopologyError("model.switch_names must be a mapping of switch id to display name")
         for switch_id, parent in switches.items():
+            where = f"model.switches[{clip(switch_id)}]"
             if parent is not None and not isinstance(parent, str):
-                raise TopologyError(f"model.switches[{switch_id!r}] must be a parent id or null, got {parent!r}")
-            topo.add_switch(switch_id, parent, source=f"model.switches[{switch_id!r}]")
+                raise TopologyError(f"{where} must be a parent id or null, got {clip(parent)}")
+            topo.add_switch(switch_id, parent, source=where)
         for switch_id, name in names.items():
-            if switch_id not in topo.switches:
-                raise TopologyError(f"model.switch_names names unknown switch {switch_id!r}")
+            if not isinstance(switch_id, str) or switch_id not in topo.switches:
+                raise TopologyError(f"model.switch_names names unknown switch {clip(switch_id)}")
             _require_name(name, f"model.switch_names[{switch_id!r}]")
             topo.switches[switch_id].name = name
         label_sets = data.get("label_sets", [])
@@ -235,9 +259,12 @@ class Topology:
                 raise TopologyError(f"{where} must be a mapping")
             extra = set(group) - {"nodes", "switch", "domain", "sub_domain", "labels"}
             if extra:
-                raise TopologyError(f"{where} has unknown fields: {', '.join(sorted(extra))}")
+                raise TopologyError(f"{where} has unknown fields: {', '.join(sorted(str(key)[:60] for key in extra))}")
+            if not isinstance(group.get("nodes"), (str, list)):
+                raise TopologyError(f"{where}.nodes must be a hostlist string or a list of them, "
+                                    f"got {clip(group.get('nodes'))}")
             try:
-                members = hostlist.expand(group.get("nodes"))
+                members = topo.host_budget.expand(group.get("nodes"))
             except hostlist.HostlistError as exc:
                 raise TopologyError(f"{where}.nodes: {exc}") from None
             if not members:
@@ -254,7 +281,10 @@ class Topology:
             for name in members:
                 topo.add_node(name, group.get("switch"), group.get("domain"), group.get("sub_domain"),
                               labels, source=f"{where}.nodes")
-        for index, domain in enumerate(data.get("domain_order") or []):
+        domain_order = data.get("domain_order") or []
+        if not isinstance(domain_order, list):
+            raise TopologyError(f"model.domain_order must be a list of domain names, got {clip(domain_order)}")
+        for index, domain in enumerate(domain_order):
             topo.declare_domain(domain, source=f"model.domain_order[{index}]")
         return topo.validate()
 
@@ -271,9 +301,41 @@ class Topology:
         }
 
 
-def _require_name(value, what) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise TopologyError(f"{what}: name must be a non-empty string, got {value!r}")
+# Names end up verbatim in Slurm's files (topology.conf records, hostlist expressions, ``#``
+# comments), in topology.yaml and in Kubernetes label values. Slurm splits records on white
+# space and hostlists on ',', expands '[...]', reads '=' as a key separator and '#' as a
+# comment; its parser also treats quotes and '\\' specially. Such a name would change which
+# nodes a record holds, so it is refused where the model is built, naming its source.
+FORBIDDEN_NAME_CHARACTERS = ",[]=#\"'\\"
+MAX_NAME_LENGTH = 253  # a DNS name; longer is never a host, switch or rack name
+
+
+def name_problem(value):
+    """Why ``value`` cannot be a node, switch or domain name, or None when it can."""
+    if not isinstance(value, str):
+        return f"name must be a non-empty string, got {type(value).__name__} {clip(value)}"
+    if not value.strip():
+        return f"name must be a non-empty string, got {clip(value)}"
+    if len(value) > MAX_NAME_LENGTH:
+        return f"{clip(value)} is longer than {MAX_NAME_LENGTH} characters"
+    for char in value:
+        if char.isspace() or not char.isprintable():
+            return f"{clip(value)} contains white space or a control character ({char!r})"
+        if char in FORBIDDEN_NAME_CHARACTERS:
+            return (f"{clip(value)} contains {char!r}; names may not contain white space, control characters "
+                    f"or any of {' '.join(FORBIDDEN_NAME_CHARACTERS)}")
+    return None
+
+
+def check_name(value, what):
+    """``value`` if it is a valid name, else a TopologyError naming ``what`` (its source)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise TopologyError(f"{what}: {problem}")
+    return value
+
+
+_require_name = check_name
 
 
 def normalize_switch_names(topology):

@@ -118,9 +118,9 @@ def test_bad_input_and_a_foreign_topology_write_nothing(k8s, admin, monkeypatch)
     params = gb200(prefix, racks=2, per_rack=4)
     run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
     before = node_state(admin, test_id)
-    params["domains"][1]["name"] = "rack 02"  # not a label value: the whole run must stop before any write
+    params["domains"][1]["name"] = "rack:02"  # valid in Slurm, not as a label value: nothing is written
     bad = run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
-    assert bad["failed"] and f"accelerator.topograph.run/domain='rack 02' on {prefix}-r02-n[01-04]" in bad["msg"]
+    assert bad["failed"] and f"accelerator.topograph.run/domain='rack:02' on {prefix}-r02-n[01-04]" in bad["msg"]
     foreign = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200("other", racks=1, per_rack=2)), monkeypatch)
     assert foreign["failed"] and "none of the 8 listed nodes is in the topology" in foreign["msg"]
     assert written(before, node_state(admin, test_id)) == [] and len(names) == 8

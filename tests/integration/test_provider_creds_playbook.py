@@ -29,6 +29,12 @@ CASES = {"aws": test_provider_aws, "gcp": test_provider_gcp, "oci": test_provide
 pytestmark = pytest.mark.playbook
 
 
+def run_verbose(playbook):
+    """ansible-playbook -vvvv on localhost with the venv's interpreter (it has boto3 and grpcio)."""
+    return run_playbook("-vvvv", "-i", "localhost,", "-c", "local",
+                        "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook, timeout=300)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_provider_secrets_never_appear_in_verbose_output(name, fake_http, fake_grpc, tmp_path):
     params, creds, secrets, credential_used = CASES[name].playbook_case(fake_http, fake_grpc)
@@ -39,8 +45,7 @@ def test_provider_secrets_never_appear_in_verbose_output(name, fake_http, fake_g
             "provider": {"name": name, "params": params, "creds": creds}}, "register": "found"},
             {"name": "Show", "ansible.builtin.debug": {"var": "found"}}],
     }]))
-    result = run_playbook("-vvvv", "-i", "localhost,", "-c", "local",
-                          "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook, timeout=300)
+    result = run_verbose(playbook)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert re.search(r'\bnodes_without_domain"?: \d+', result.stdout), result.stdout  # the summary was printed
@@ -48,3 +53,34 @@ def test_provider_secrets_never_appear_in_verbose_output(name, fake_http, fake_g
     assert credential_used()  # ... and still reached the API
     for secret in secrets:
         assert secret and secret not in output, f"a {name} secret appears in the -vvvv output"
+
+
+# A credential as it arrives from a YAML "|" block, a vault file or a copy-paste.
+BAD_FORMS = {"newline": "{}\n", "crlf": "{}\r\n", "non-ascii": "{}\u00e9"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_credential_with_a_newline_crlf_or_non_ascii_character_fails_without_showing_it(name, fake_http,
+                                                                                           fake_grpc, tmp_path):
+    """One playbook per provider: each bad form of its first secret is refused, and no form of it is printed."""
+    params, creds, secrets, _credential_used = CASES[name].playbook_case(fake_http, fake_grpc)
+    key = next(key for key, value in creds.items() if value == secrets[0])
+    tasks = []
+    for form, template in BAD_FORMS.items():
+        bad = dict(creds, **{key: template.format(secrets[0])})
+        tasks += [{"name": f"Discover with a {form} credential", "aifactory.topology.topology_info": {
+            "provider": {"name": name, "params": params, "creds": bad}}, "register": f"found_{form.replace('-', '_')}",
+            "ignore_errors": True},
+            {"name": "Show", "ansible.builtin.debug": {"var": f"found_{form.replace('-', '_')}"}}]
+    playbook = tmp_path / "discover.yml"
+    playbook.write_text(yaml.safe_dump([{"name": f"Bad {name} credentials", "hosts": "localhost",
+                                         "gather_facts": False, "tasks": tasks}]))
+    result = run_verbose(playbook)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output  # every failure was ignored, none crashed the run
+    assert output.count(f"Module failed: creds.{key} contains a line break (a trailing newline") == 2, output
+    assert f"Module failed: creds.{key} contains a control or non-ASCII character; the value is not shown" in output
+    assert "Traceback" not in output
+    for secret in secrets:
+        # Not the value, not its start (requests would quote 'Bearer <token>\\n' with the escape).
+        assert secret[:12] not in output, f"a {name} secret appears in the -vvvv output"

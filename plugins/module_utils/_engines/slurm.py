@@ -13,7 +13,8 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import tree as tree_walk
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._model import check_name
 
 PLUGINS = ("topology/tree", "topology/block", "topology/flat")
 BLOCK_NAMING = ("domain", "topograph")
@@ -75,6 +76,10 @@ class BlockOptions:
         if naming == "topograph" and domain_order:
             raise TopologyError("domain_order needs block_naming=domain (Topograph's layout is alphabetical)")
         self.block_sizes = validate_block_sizes(block_sizes) if block_sizes else None
+        if domain_order is not None and not isinstance(domain_order, (list, tuple)):
+            raise TopologyError(f"domain_order must be a list of domain names, got {clip(domain_order)}")
+        for index, domain in enumerate(domain_order or ()):
+            check_name(domain, f"domain_order[{index}]")
         self.domain_order = list(domain_order) if domain_order else None
         self.naming = naming
         self.name_pattern = _compile_pattern(name_pattern) if name_pattern else None
@@ -91,9 +96,12 @@ class BlockOptions:
 def _compile_pattern(pattern):
     if not isinstance(pattern, dict) or set(pattern) != {"regexp", "format"}:
         raise TopologyError("block_name_pattern needs exactly the keys regexp and format")
+    for key in ("regexp", "format"):
+        if not isinstance(pattern[key], str):
+            raise TopologyError(f"block_name_pattern.{key} must be a string, got {clip(pattern[key])}")
     try:
         regexp = re.compile(pattern["regexp"])
-    except re.error as exc:
+    except (re.error, RecursionError, OverflowError) as exc:
         raise TopologyError(f"block_name_pattern.regexp is not a valid regular expression: {exc}") from None
     # Topograph uses Go's Expand syntax: $1, ${1}, ${name}.
     template = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: "\\g<" + (m.group(1) or m.group(2)) + ">",
@@ -116,13 +124,21 @@ def _apply_name_pattern(blocks, pattern):
                 raise TopologyError(
                     f"block {block.name} (domain {block.label}): node {node!r} does not match block_name_pattern.regexp"
                 )
-            names.add(match.expand(template))
+            try:
+                names.add(match.expand(template))
+            except (re.error, IndexError) as exc:
+                raise TopologyError(f"block_name_pattern.format {clip(template)} does not fit the regexp: {exc}") from None
         if len(names) != 1 or "" in names:
             raise TopologyError(
                 f"block {block.name} (domain {block.label}): block_name_pattern gives names {sorted(names)}; "
                 "every node of a block must give the same non-empty name"
             )
         name = names.pop()
+        # The name is written verbatim as BlockName=: it must be a name Slurm reads back as one.
+        check_name(name, f"block_name_pattern result for block {block.name} (domain {block.label})")
+        if _UNSAFE_BLOCK_CHARS.search(name):
+            raise TopologyError(f"block_name_pattern gives block {block.name} the name {clip(name)}; block names may "
+                                "use letters, digits and . _ : @ + = - only")
         if name in used:
             raise TopologyError(f"block_name_pattern gives {name!r} to blocks {used[name]} and {block.name}")
         used[name] = block.name
@@ -289,6 +305,8 @@ def _checked(records):
 
 
 def render_tree_conf(topology, no_topology_switch=tree_walk.NO_TOPOLOGY, skeleton=False, warn=_ignore):
+    if no_topology_switch:
+        check_name(no_topology_switch, "no_topology_switch")
     display = {sid: (sw.name or sid) for sid, sw in topology.switches.items()}
     lines = []
     for record in _checked(tree_walk.walk(topology, no_topology_switch)):
@@ -361,10 +379,23 @@ _YAML_SPECIAL = re.compile(
 
 
 def yaml_scalar(value):
-    """A string as a YAML scalar that loads back as the same string (quoted when needed)."""
+    """A string as a YAML scalar that loads back as the same string (quoted when needed).
+
+    In double quotes every character outside printable ASCII is escaped, so no line break
+    (including U+0085, U+2028) is ever folded and no control character is written raw.
+    """
     if _YAML_PLAIN.match(value) and not _YAML_SPECIAL.match(value) and ": " not in value and not value.endswith(":"):
         return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + "".join(_yaml_escape(char) for char in value) + '"'
+
+
+def _yaml_escape(char):
+    if char == "\\" or char == '"':
+        return "\\" + char
+    if " " <= char <= "~":
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def check_topology_specs(specs):

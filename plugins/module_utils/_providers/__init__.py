@@ -8,7 +8,10 @@ static on purpose: AnsiballZ only ships module_utils that modules import statica
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+import math
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _http
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory, simulation
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import infiniband, netq
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import aws, gcp, lambda_cloud, nebius, nscale, oci
@@ -40,8 +43,18 @@ def discover(name, params=None, creds=None, warn=None):
         raise TopologyError(f"provider.params must be a mapping, got {type(params).__name__}")
     params = dict(params or {})
     accelerator = params.pop("accelerator", None)  # any tree provider can take nvidia-smi domains
+    # Every provider: one deadline for all its requests, retries and waits (documented in the
+    # provider doc fragment); a server that drips or pages forever cannot hold the task.
+    deadline = params.pop("discovery_timeout", None)
+    if deadline is None:
+        deadline = _http.DEFAULT_DISCOVERY_TIMEOUT
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline) \
+            or deadline <= 0:
+        raise TopologyError(f"provider.params.discovery_timeout must be a positive number of seconds, "
+                            f"got {_http.clip(deadline)}")
     warn = warn or (lambda message: None)
-    topology = provider(params, creds or {}, warn)
+    with _http.discovery_deadline(deadline):
+        topology = provider(params, creds or {}, warn)
     if accelerator is not None:
         apply_accelerator(topology, accelerator, warn)
     return topology.validate()

@@ -10,19 +10,20 @@ warning with their names and count.
 
 Settings every cloud provider accepts (documented once in the ``provider`` doc fragment):
 ``page_size``, ``trim_tiers`` (drop the 0-2 highest fabric tiers), ``timeout`` (seconds per
-request), ``retry_attempts``, ``retry_backoff`` (first delay in seconds, doubled per retry),
+request attempt, body included), ``retry_attempts``, ``retry_backoff`` (first delay in seconds, doubled per retry),
 ``retry_after_max`` (cap on a server's Retry-After), ``validate_certs`` and ``ca_bundle``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, credential_problem
 
 COMMON_PARAMS = frozenset({
     "instances", "page_size", "trim_tiers", "timeout", "retry_attempts", "retry_backoff",
@@ -83,19 +84,32 @@ def requested_instances(params, provider, require_region=True):
     return result
 
 
-def secret(creds, key, env=(), required_by=None):
-    """``creds[key]``, else the first set environment variable in ``env``; messages never show values."""
+def secret(creds, key, env=(), required_by=None, multiline=False):
+    """``creds[key]``, else the first set environment variable in ``env``; messages never show values.
+
+    A credential is checked before any use: one with a line break (a YAML ``|`` block or a vault
+    file adds a trailing newline), a control or a non-ASCII character is refused by name, since
+    the libraries that would send it quote it in their errors. ``multiline`` allows line breaks
+    (a PEM key).
+    """
     value = creds.get(key)
+    source = f"creds.{key}"
     if value is None or value == "":
+        value = None
         for name in env:
             if os.environ.get(name):
-                return os.environ[name]
-        if required_by:
-            hint = f" (or the environment variable {' or '.join(env)})" if env else ""
-            raise TopologyError(f"the {required_by} provider needs creds.{key}{hint}")
-        return None
+                value, source = os.environ[name], f"the environment variable {name}"
+                break
+        if value is None:
+            if required_by:
+                hint = f" (or the environment variable {' or '.join(env)})" if env else ""
+                raise TopologyError(f"the {required_by} provider needs creds.{key}{hint}")
+            return None
     if not isinstance(value, str):
-        raise TopologyError(f"creds.{key} must be a string")
+        raise TopologyError(f"{source} must be a string")
+    problem = credential_problem(value.replace("\r\n", "").replace("\n", "") if multiline else value)
+    if problem:
+        raise TopologyError(f"{source} {problem}; the value is not shown")
     return value
 
 
@@ -117,7 +131,7 @@ def number(params, key, default, minimum=0.0, integer=False):
     if value is None:
         value = default
     kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < minimum:
         raise TopologyError(f"params.{key} must be {'an integer' if integer else 'a number'} >= {minimum}, "
                             f"got {value!r}")
     return value

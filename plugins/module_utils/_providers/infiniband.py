@@ -25,10 +25,11 @@ from __future__ import annotations
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _check_keys, _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
@@ -42,13 +43,14 @@ _PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain"})
 
 
 class _Device:
-    __slots__ = ("kind", "description", "system_guid", "line")
+    __slots__ = ("kind", "description", "system_guid", "line", "source")
 
-    def __init__(self, kind, description, system_guid, line):
+    def __init__(self, kind, description, system_guid, line, source=None):
         self.kind = kind
         self.description = description
         self.system_guid = system_guid
         self.line = line
+        self.source = source
 
 
 class Fabric:
@@ -71,6 +73,8 @@ def parse(text, source, fabric=None):
     fabric = fabric if fabric is not None else Fabric()
     record, record_ports, system_guid = None, 0, None
     switch_records = 0
+    defined_here = {}  # device id -> line of its record in this output
+    referenced = {}  # device id -> first line that links to it
 
     def close(record, ports):
         if record is not None and not ports:
@@ -98,7 +102,15 @@ def parse(text, source, fabric=None):
         if header:
             close(record, record_ports)
             kind, _ports, device_id, description = header.groups()
-            device = _Device(kind, description.strip(), system_guid, number)
+            if device_id in defined_here:
+                raise TopologyError(f"{source}, line {number}: device {clip(device_id)} is listed twice "
+                                    f"(first at line {defined_here[device_id]}); a duplicated GUID would hide a device")
+            defined_here[device_id] = number
+            known = fabric.devices.get(device_id)
+            if known is not None and known.kind != kind:
+                raise TopologyError(f"{source}, line {number}: device {clip(device_id)} is a {kind} here and a "
+                                    f"{known.kind} in another output; these outputs are not of one fabric")
+            device = _Device(kind, description.strip(), system_guid, number, source)
             fabric.devices[device_id] = device
             switch_records += kind == "Switch"
             record, record_ports, system_guid = (device_id, device), 0, None
@@ -110,12 +122,20 @@ def parse(text, source, fabric=None):
             if record is None:
                 raise TopologyError(f"{source}, line {number}: port line outside a Switch or Ca record")
             fabric.link(record[0], port.group(2))
+            referenced.setdefault(port.group(2), number)
             record_ports += 1
             continue
         raise TopologyError(f"{source}, line {number}: not ibnetdiscover output: {_clip(line)!r}")
     close(record, record_ports)
     if not switch_records:
         raise TopologyError(f"{source}: no switch in the output; run ibnetdiscover on a node whose HCA port is up")
+    # ibnetdiscover prints a record for every device it links to; a link to a device without
+    # one means the output ends early (cut off between records).
+    dangling = sorted((line, device_id) for device_id, line in referenced.items() if device_id not in defined_here)
+    if dangling:
+        line, device_id = dangling[0]
+        raise TopologyError(f"{source}, line {line}: links to device {clip(device_id)}, which has no record in the "
+                            f"output ({len(dangling)} such devices): the output is cut off")
     return fabric
 
 
@@ -149,17 +169,20 @@ def _outputs(params):
     if not isinstance(outputs, dict):
         raise TopologyError("params.ibnetdiscover must map a node to the output of ibnetdiscover on it")
     for node, value in outputs.items():
-        found.append((f"ibnetdiscover output of {node}", command_output(value, f"params.ibnetdiscover.{node}")))
+        node = str(node)[:60]
+        text = command_output(value, f"params.ibnetdiscover.{node}")
+        if not isinstance(text, str):
+            raise TopologyError(f"params.ibnetdiscover.{node} must be the text ibnetdiscover printed")
+        found.append((f"ibnetdiscover output of {node}", text))
     files = params.get("ibnetdiscover_files") or []
     files = [files] if isinstance(files, str) else files
     if not isinstance(files, list):
         raise TopologyError("params.ibnetdiscover_files must be a path or a list of paths")
     for path in files:
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                found.append((str(path), handle.read()))
-        except OSError as exc:
-            raise TopologyError(f"params.ibnetdiscover_files: {path}: {exc.strerror}") from None
+            found.append((str(path), _input_file.read_text(path, "params.ibnetdiscover_files:")))
+        except _input_file.InputFileError as exc:
+            raise TopologyError(str(exc)) from None
     if not found:
         raise TopologyError("the infiniband provider needs params.ibnetdiscover (node -> output) "
                             "or params.ibnetdiscover_files")
@@ -178,8 +201,12 @@ def discover(params, creds, warn):
     node_map = params.get("node_map") or {}
     if not isinstance(node_map, dict):
         raise TopologyError("params.node_map must map an HCA GUID or described host name to a node name")
+    for key, value in node_map.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TopologyError(f"params.node_map: {clip(key)}: {clip(value)} must map a GUID or host name "
+                                "(a string) to a node name (a string)")
     guids = facts_node_map(params.get("node_facts"))
-    guids.update({_guid_key(str(k)): str(v) for k, v in node_map.items()})
+    guids.update({_guid_key(k): v for k, v in node_map.items()})
     fabric = Fabric()
     for source, text in _outputs(params):
         parse(text, source, fabric)
@@ -236,12 +263,22 @@ def build(fabric, wanted=None, node_map=None, warn=None):
             continue
         if wanted is not None and name not in wanted:
             continue
+        # Any host with root on the fabric sets its description: the name is checked here,
+        # where its origin is known, before it reaches a Slurm file.
+        check_name(name, f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}"
+                   if name == described else f"params.node_map value for HCA {clip(hca_id)}")
         for leaf in attached:
             leaves.setdefault(leaf, set()).add(name)
     up = {sid: [peer for peer in fabric.links.get(sid, ()) if peer in switches and peer not in host_facing]
           for sid in switches}
     tiers = _merger.collapse(_merger.tiers_bottom_up(leaves, up), warn)
-    topology = _merger.add_tree(Topology(), tiers, {sid: switch_name(d.description) for sid, d in switches.items()})
+    names = {}
+    for sid, device in switches.items():
+        name = switch_name(device.description)
+        if name is not None:
+            names[sid] = check_name(name, f"{device.source}, line {device.line}: switch {clip(sid)} described "
+                                          f"{clip(device.description)}")
+    topology = _merger.add_tree(Topology(), tiers, names)
     _merger.keep_unique_names(topology, warn)
     if wanted is None and (unnamed or placeholders):
         warn(f"{len(unnamed)} HCAs have no host name in their node description and HCAs named "

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
 
-def _expand(value, where):
+def _expand(value, where, budget=None):
+    """Names of a hostlist option; ``budget`` (the topology's) bounds the whole run's expansion."""
     if value is None:
         return []
     if not isinstance(value, (str, list)):
-        raise TopologyError(f"{where} must be a hostlist string or a list of them")
+        raise TopologyError(f"{where} must be a hostlist string or a list of them, got {clip(value)}")
     try:
-        return hostlist.expand(value)
+        return budget.expand(value) if budget is not None else hostlist.expand(value)
     except hostlist.HostlistError as exc:
         raise TopologyError(f"{where}: {exc}") from None
 
@@ -40,7 +41,7 @@ def _list_of_mappings(value, where):
 def _check_keys(item, allowed, where):
     extra = set(item) - allowed
     if extra:
-        raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(map(str, extra)))}")
+        raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(str(key)[:60] for key in extra))}")
 
 
 def discover(params, creds, warn):
@@ -50,12 +51,12 @@ def discover(params, creds, warn):
     if not isinstance(switches, dict):
         raise TopologyError("params.switches must map switch id to its parent (or to {parent, name})")
     for switch_id, spec in switches.items():
-        where = f"params.switches.{switch_id}"
+        where = f"params.switches.{str(switch_id)[:60]}"
         if isinstance(spec, dict):
             _check_keys(spec, {"parent", "name"}, where)
-            topo.add_switch(str(switch_id), spec.get("parent"), spec.get("name"), source=where)
+            topo.add_switch(switch_id, spec.get("parent"), spec.get("name"), source=where)
         elif spec is None or isinstance(spec, str):
-            topo.add_switch(str(switch_id), spec, source=where)
+            topo.add_switch(switch_id, spec, source=where)
         else:
             raise TopologyError(f"{where} must be a parent id, null, or {{parent, name}}")
 
@@ -64,19 +65,19 @@ def discover(params, creds, warn):
         _check_keys(domain, {"name", "nodes", "switch", "sub_domains"}, where)
         name = domain.get("name")
         topo.declare_domain(name, source=f"{where}.name")
-        for node in _expand(domain.get("nodes"), f"{where}.nodes"):
+        for node in _expand(domain.get("nodes"), f"{where}.nodes", topo.host_budget):
             topo.add_node(node, domain.get("switch"), name, source=f"{where}.nodes")
         for sub_index, sub in enumerate(_list_of_mappings(domain.get("sub_domains"), f"{where}.sub_domains")):
             sub_where = f"{where}.sub_domains[{sub_index}]"
             _check_keys(sub, {"name", "nodes", "switch"}, sub_where)
-            for node in _expand(sub.get("nodes"), f"{sub_where}.nodes"):
+            for node in _expand(sub.get("nodes"), f"{sub_where}.nodes", topo.host_budget):
                 topo.add_node(node, sub.get("switch") or domain.get("switch"), name, sub.get("name"),
                               source=f"{sub_where}.nodes")
 
     for index, group in enumerate(_list_of_mappings(params.get("nodes"), "params.nodes")):
         where = f"params.nodes[{index}]"
         _check_keys(group, {"nodes", "switch", "domain"}, where)
-        members = _expand(group.get("nodes"), f"{where}.nodes")
+        members = _expand(group.get("nodes"), f"{where}.nodes", topo.host_budget)
         if not members:
             raise TopologyError(f"{where}.nodes is empty")
         for node in members:
@@ -86,10 +87,10 @@ def discover(params, creds, warn):
     if not isinstance(hosts, dict):
         raise TopologyError("params.hosts must map hostname to {domain, switch, sub_domain}")
     for host, spec in hosts.items():
-        where = f"params.hosts.{host}"
+        where = f"params.hosts.{str(host)[:60]}"
         spec = spec or {}
         if not isinstance(spec, dict):
             raise TopologyError(f"{where} must be a mapping")
         _check_keys(spec, {"domain", "switch", "sub_domain"}, where)
-        topo.add_node(str(host), spec.get("switch"), spec.get("domain"), spec.get("sub_domain"), source=where)
+        topo.add_node(host, spec.get("switch"), spec.get("domain"), spec.get("sub_domain"), source=where)
     return topo

@@ -26,8 +26,8 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError, require_keys
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import check_keys, http_client, secret
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -171,9 +171,17 @@ def _add_nvlink_domains(topology, params, api_url, basic_auth, warn):
         domains = {}
         for index, node in enumerate(nodes):
             require_keys(node, ["Name", "DomainUUID"], f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]")
-            if node["Name"] and node["DomainUUID"]:
-                domains[str(node["Name"])] = str(node["DomainUUID"])
+            name, domain = node["Name"], node["DomainUUID"]
+            if name and domain:
+                if not isinstance(name, str) or not isinstance(domain, str):
+                    raise HttpError(f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]: Name and DomainUUID must be "
+                                    f"strings, got {clip(name)} and {clip(domain)}")
+                problem = name_problem(domain)
+                if problem:
+                    raise HttpError(f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}].DomainUUID: {problem}")
+                domains[name] = domain
     except AifactoryTopologyError as exc:
+        # Documented as best effort: any failure of NMX (HTTP, body, values) is this warning.
         warn(f"NVLink domains from NMX are not available, so the topology has no accelerator domains: {exc}")
         return
     unknown = sorted((name for name in domains if name not in topology.nodes), key=hostlist.natural_key)

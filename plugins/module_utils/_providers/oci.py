@@ -141,7 +141,7 @@ class Signer(AuthBase):
         tenancy = _cloud.secret(creds, "tenancy_id", env=("OCI_CLI_TENANCY",), required_by=NAME)
         user = _cloud.secret(creds, "user_id", env=("OCI_CLI_USER",), required_by=NAME)
         fingerprint = _cloud.secret(creds, "fingerprint", env=("OCI_CLI_FINGERPRINT",), required_by=NAME)
-        pem = _cloud.secret(creds, "private_key", env=("OCI_CLI_KEY_CONTENT",))
+        pem = _cloud.secret(creds, "private_key", env=("OCI_CLI_KEY_CONTENT",), multiline=True)
         if not pem:
             path = _cloud.secret(creds, "private_key_file", env=("OCI_CLI_KEY_FILE",), required_by=NAME)
             try:

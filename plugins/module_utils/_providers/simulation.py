@@ -13,23 +13,22 @@ Topograph's OCI providers do.
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"
-
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 
 
 def load_model_file(path):
     if not _yaml.HAS_YAML:
         raise TopologyError("the simulation provider needs PyYAML")
     try:
-        with open(path, encoding="utf-8") as handle:
-            return _yaml.safe_load(handle)
-    except OSError as exc:
-        raise TopologyError(f"simulation model_path {path!r}: {exc.strerror}") from None
+        return _yaml.safe_load(_input_file.read_text(path, "simulation model_path"))
+    except _input_file.InputFileError as exc:
+        raise TopologyError(str(exc)) from None
     except _yaml.YAMLError as exc:
         raise TopologyError(f"simulation model {path!r} is not valid YAML: {exc}") from None
 
@@ -38,6 +37,8 @@ def discover(params, creds, warn):
     path = params.get("model_path")
     if not path:
         raise TopologyError("the simulation provider needs params.model_path")
+    if not isinstance(path, str):
+        raise TopologyError(f"params.model_path must be a path, got {clip(path)}")
     topology = from_model(load_model_file(path), source=str(path))
     # Topograph's oci-sim prints normalised switch names (switch.<tier>.<n>) in topology.conf.
     return normalize_switch_names(topology) if params.get("normalize_switch_names") else topology
@@ -51,27 +52,38 @@ def _mapping(value, where):
     return value
 
 
+def _name(value, where):
+    """A switch id or node entry as written: YAML that loads as a number, bool or null is refused,
+    not turned into a name (``str(None)`` would be ``None``, ``yes`` would be ``True``)."""
+    if not isinstance(value, str):
+        raise TopologyError(f"{where}: expected a name (a string), got {type(value).__name__} {clip(value)}; "
+                            "quote it in the model")
+    return value
+
+
 def from_model(model, source="model"):
     model = _mapping(model, source)
     unknown = set(model) - {"switches", "blocks"}
     if unknown:
-        raise TopologyError(f"{source}: unknown top-level keys {', '.join(sorted(map(str, unknown)))}")
+        raise TopologyError(f"{source}: unknown top-level keys {', '.join(sorted(str(key)[:60] for key in unknown))}")
     topo = Topology()
     switches = _mapping(model.get("switches"), f"{source}: switches")
     labels_of = {}
     for switch_id, spec in switches.items():
-        where = f"{source}: switches.{switch_id}"
+        where = f"{source}: switches.{str(switch_id)[:60]}"
+        switch_id = _name(switch_id, f"{source}: switches")
         spec = _mapping(spec, where)
         name = spec.get("name")
         if name is not None and name != switch_id:
-            raise TopologyError(f"{where}.name {name!r} must equal the switch id")
-        topo.add_switch(str(switch_id), source=where)
-        labels_of[str(switch_id)] = _mapping(spec.get("labels"), f"{where}.labels")
+            raise TopologyError(f"{where}.name {clip(name)} must equal the switch id")
+        topo.add_switch(switch_id, source=where)
+        labels_of[switch_id] = _mapping(spec.get("labels"), f"{where}.labels")
         children = spec.get("switches") or []
         if not isinstance(children, list):
             raise TopologyError(f"{where}.switches must be a list of switch ids")
-        for child in children:
-            topo.add_switch(str(child), parent=str(switch_id), source=f"{where}.switches")
+        for index, child in enumerate(children):
+            child_where = f"{where}.switches[{index}]"
+            topo.add_switch(_name(child, child_where), parent=switch_id, source=child_where)
     topo.check_switch_forest()  # labels are merged along paths below
     blocks = model.get("blocks") or []
     if not isinstance(blocks, list):
@@ -84,12 +96,15 @@ def from_model(model, source="model"):
         block = _mapping(block, where)
         switch = block.get("switch")
         if switch is not None:
-            switch = str(switch)
+            switch = _name(switch, f"{where}.switch")
             if switch not in topo.switches:
-                raise TopologyError(f"{where}.switch refers to unknown switch {switch!r}")
+                raise TopologyError(f"{where}.switch refers to unknown switch {clip(switch)}")
         annotations = _mapping(block.get("annotations"), f"{where}.annotations")
+        nodes = block.get("nodes") or []
+        if not isinstance(nodes, list):
+            raise TopologyError(f"{where}.nodes must be a list of hostlist strings, got {clip(nodes)}")
         try:
-            names = hostlist.expand([str(item) for item in block.get("nodes") or []])
+            names = topo.host_budget.expand([_name(item, f"{where}.nodes[{n}]") for n, item in enumerate(nodes)])
         except hostlist.HostlistError as exc:
             raise TopologyError(f"{where}.nodes: {exc}") from None
         if not names:
@@ -98,11 +113,17 @@ def from_model(model, source="model"):
         for switch_id in reversed(topo.path(switch)) if switch else ():
             labels.update(labels_of.get(switch_id, {}))
         labels.update(_mapping(block.get("labels"), f"{where}.labels"))
+        for key, value in labels.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TopologyError(f"{where}: label {clip(key)}: {clip(value)} must map a string to a string")
+        domain = annotations.get(DOMAIN_ANNOTATION)
+        sub_domain = annotations.get(SUB_DOMAIN_ANNOTATION)
+        for value, key in ((domain, DOMAIN_ANNOTATION), (sub_domain, SUB_DOMAIN_ANNOTATION)):
+            if value is not None and not isinstance(value, str):
+                raise TopologyError(f"{where}.annotations[{key!r}] must be a string, got {clip(value)}")
         for name in names:
             if name in seen_in_block:
                 raise TopologyError(f"node {name!r} is in two blocks: blocks[{seen_in_block[name]}] and blocks[{index}]")
             seen_in_block[name] = index
-            topo.add_node(name, switch, annotations.get(DOMAIN_ANNOTATION) or None,
-                          annotations.get(SUB_DOMAIN_ANNOTATION) or None,
-                          {str(k): str(v) for k, v in labels.items()}, source=f"{where}.nodes")
+            topo.add_node(name, switch, domain or None, sub_domain or None, labels, source=f"{where}.nodes")
     return topo

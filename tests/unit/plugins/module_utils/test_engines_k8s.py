@@ -82,12 +82,12 @@ def test_invalid_or_duplicate_keys_are_rejected(fabric, accelerator, message):
 
 def test_values_that_are_not_label_values_fail_before_anything_and_name_the_nodes():
     topo = Topology()
-    topo.add_switch("leaf 1")
-    topo.add_node("n1", "leaf 1", "rack/1")
-    topo.add_node("n2", "leaf 1")
+    topo.add_switch("leaf:1")  # a valid Slurm name, not a label value
+    topo.add_node("n1", "leaf:1", "rack/1")
+    topo.add_node("n2", "leaf:1")
     with pytest.raises(TopologyError) as info:
         k8s_labels.desired_labels(topo.validate(), _labels.LabelKeys())
-    assert "fabric.topograph.run/tier-0='leaf 1' on n[1-2]" in str(info.value)
+    assert "fabric.topograph.run/tier-0='leaf:1' on n[1-2]" in str(info.value)
     assert "accelerator.topograph.run/domain='rack/1' on n1" in str(info.value)
 
 

@@ -43,10 +43,10 @@ def model(**group):
 def test_bad_label_keys_and_values_fail_before_any_request(run):
     result = run(k8s_node_labels, {"model": model(switch="leaf1"), "accelerator_label": "Not Valid"})
     assert result["failed"] and "accelerator_label: 'Not Valid' is not a valid Kubernetes label key" in result["msg"]
-    bad_value = {"format": "aifactory.topology/v1", "switches": {"leaf 1": None},
-                 "nodes": [{"nodes": "n[1-2]", "switch": "leaf 1"}]}
+    bad_value = {"format": "aifactory.topology/v1", "switches": {"leaf:1": None},
+                 "nodes": [{"nodes": "n[1-2]", "switch": "leaf:1"}]}
     result = run(k8s_node_labels, {"model": bad_value})
-    assert result["failed"] and "tier-0='leaf 1' on n[1-2]" in result["msg"]
+    assert result["failed"] and "tier-0='leaf:1' on n[1-2]" in result["msg"]
     result = run(k8s_node_labels, {"model": model(switch="leaf1"), "node_selector": {"a": "b c"}})
     assert result["failed"] and "node_selector['a']" in result["msg"]
 

@@ -1,0 +1,624 @@
+#!/usr/bin/env python3
+"""Run every hostile case of docs/security.md in its own process; count outcomes per class.
+
+Each case runs in a child process (``--case NAME``) that prints one JSON line: what happened
+(``error`` with the message, ``ok`` with warnings, ``crash`` with the exception type). The
+parent kills a child after ``--limit`` seconds (a hang) and reads its peak memory from
+``wait4``. Outcome per case:
+
+  clear error      the collection raised its own error (or a module failed with a message)
+                   that quotes no secret and no more than 600 characters
+  unhandled        any other exception, a module traceback, a message that is too long
+  wrong output     the case was accepted although it must fail (or failed although it must pass)
+  hang             not decided within the limit (default 30 s)
+  data lost        a file the case must not touch was changed or removed
+  secret printed   a credential of the case appears in any output
+
+It measures only; nothing is asserted. ``python bench/hostile_cases.py [--limit 30] [--only TEXT]
+[--json FILE]``. Needs the collection importable (as bench/run.py arranges) and, for the HTTP
+cases, nothing but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.fault_http
+MAX_MESSAGE = 600
+CLASSES = ["simulation and compact models", "inventory variables", "ibnetdiscover text",
+           "options and destinations", "kill -9 and concurrency", "shrink guard", "secrets", "HTTP providers"]
+CASES = {}
+
+
+def _importable():
+    try:
+        import ansible_collections.aifactory.topology  # noqa: F401  # pylint: disable=unused-import
+    except ImportError:
+        root = Path(tempfile.mkdtemp(prefix="aifactory-hostile-"))
+        (root / "ansible_collections" / "aifactory").mkdir(parents=True)
+        os.symlink(REPO, root / "ansible_collections" / "aifactory" / "topology")
+        sys.path.insert(0, str(root))
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+
+
+def case(klass, name, expect="error", secret=None):
+    """Register ``fn(tmp)``: returns normally (accepted) or raises; ``expect`` is error|ok."""
+    def register(fn):
+        CASES[name] = (klass, expect, secret, fn)
+        return fn
+    return register
+
+
+# -- helpers used by the cases (run in the child) ----------------------------------------------
+
+def discover(name, params, creds=None):
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover as run
+    warnings = []
+    run(name, params, creds or {}, warnings.append)
+    return warnings
+
+
+def simulation(tmp, text, mode="w"):
+    path = tmp / "model.yaml"
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return discover("simulation", {"model_path": str(path)})
+
+
+def compact(data):
+    from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+    return Topology.from_compact(dict({"format": "aifactory.topology/v1"}, **data))
+
+
+class ModuleFailed(Exception):
+    pass
+
+
+def module(tmp, args, check=False, diff=False, name="slurm_topology", timeout=None):
+    """Run a module as Ansible does (python -m, args file); ModuleFailed(msg) or the result."""
+    args_file = tmp / f"args-{time.monotonic_ns()}.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(args, _ansible_check_mode=check, _ansible_diff=diff)}))
+    proc = subprocess.run([sys.executable, "-m", f"ansible_collections.aifactory.topology.plugins.modules.{name}",
+                           str(args_file)], capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise RuntimeError(f"module printed no JSON (rc={proc.returncode}): {proc.stderr[-300:]}") from None
+    if result.get("exception") or "Traceback" in proc.stderr:
+        raise RuntimeError("module traceback: " + (result.get("exception") or proc.stderr)[-300:])
+    if result.get("failed"):
+        raise ModuleFailed(result.get("msg", ""))
+    return result
+
+
+MODEL = {"format": "aifactory.topology/v1", "switches": {"leaf": None},
+         "nodes": [{"nodes": "n[1-10]", "switch": "leaf", "domain": "r1"}]}
+GOOD_CONF = "SwitchName=leaf Nodes=n[1-10]\n"
+
+
+def render(tmp, **args):
+    dest = args.pop("dest", None)
+    base = {"model": args.pop("model", MODEL)}
+    if dest is not None:
+        base["dest"] = str(dest)
+    base.update(args)
+    return module(tmp, base)
+
+
+# -- simulation and compact models -----------------------------------------------------------------
+
+M = "simulation and compact models"
+for label, text in {
+    "nodes: [null]": "blocks: [{nodes: [null]}]", "nodes: [yes]": "blocks: [{nodes: [yes]}]",
+    "nodes: [{a: 1}]": "blocks: [{nodes: [{a: 1}]}]", "nodes: [1.5]": "blocks: [{nodes: [1.5]}]",
+    "nodes: 5": "blocks: [{nodes: 5}]", "numeric switch name": "switches: {1101: {}}\nblocks: [{nodes: [n1]}]",
+    "numeric child switch": "switches: {s: {switches: [7]}}\nblocks: [{nodes: [n1]}]",
+    "label value 1": "blocks: [{nodes: [n1], labels: {a: 1}}]",
+    "node name with newline": 'blocks: [{nodes: ["n1\\nSwitchName=rogue"]}]',
+    "switch name with comma": 'switches: {"s,1": {}}\nblocks: [{nodes: [n1], switch: "s,1"}]',
+    "domain with '='": 'blocks: [{nodes: [n1], annotations: {accelerator.topology.test/domain: "r=1"}}]',
+    "domain as integer": "blocks: [{nodes: [n1], annotations: {accelerator.topology.test/domain: 4}}]",
+    "alias bomb": "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)),
+    "deep flow nesting": "blocks: " + "[" * 100000 + "]" * 100000,
+    "deep block nesting": "blocks:\n" + "".join("  " * i + "- \n" for i in range(5000)),
+    "four 400k hostlists": "blocks:\n" + "".join(f"- {{nodes: ['g{i}n[1-400000]']}}\n" for i in range(4)),
+    "5000-digit range": "blocks: [{nodes: ['n[" + "0" * 5000 + "1-2]']}]",
+    "10 MB name": "blocks: [{nodes: ['" + "x" * 10_000_000 + "[']}]",
+    "empty file": "", "a list, not a mapping": "- 1\n- 2\n",
+    "unknown top-level key": "switchs: {}\nblocks: [{nodes: [n1]}]",
+}.items():
+    case(M, f"simulation {label}")(lambda tmp, text=text: simulation(tmp, text))
+
+# Slurm's hostlist grammar separates names by commas and white space: "n 1" is two valid names.
+case(M, "simulation hostlist 'n 1' is the nodes n and 1, as in Slurm", expect="ok")(
+    lambda tmp: simulation(tmp, 'blocks: [{nodes: ["n 1"]}]'))
+case(M, "simulation non-UTF-8 file")(lambda tmp: simulation(tmp, b"blocks: [{nodes: [n\xff1]}]\n", "wb"))
+case(M, "simulation binary garbage")(lambda tmp: simulation(tmp, bytes(range(256)) * 40, "wb"))
+
+
+@case(M, "simulation model_path is a FIFO")
+def _(tmp):
+    os.mkfifo(tmp / "fifo")
+    return discover("simulation", {"model_path": str(tmp / "fifo")})
+
+
+@case(M, "simulation model_path is a directory")
+def _(tmp):
+    return discover("simulation", {"model_path": str(tmp)})
+
+
+for label, data in {
+    "nodes: 5": {"nodes": [{"nodes": 5}]}, "nodes: [null]": {"nodes": [{"nodes": [None]}]},
+    "integer domain_order": {"nodes": [{"nodes": "n1"}], "domain_order": 5},
+    "domain_order [5]": {"nodes": [{"nodes": "n1"}], "domain_order": [5]},
+    "parent 5": {"switches": {"s": 5}, "nodes": [{"nodes": "n1"}]},
+    "switch name with newline": {"switches": {"s\nSwitchName=x": None}, "nodes": [{"nodes": "n1"}]},
+    "node hostlist with '='": {"nodes": [{"nodes": "n=1"}]},
+    "label value 1": {"nodes": [{"nodes": "n1", "labels": {"a": 1}}]},
+    "10 MB format": {"format": "x" * 10_000_000},
+    "switch_names value with '#'": {"switches": {"s": None}, "switch_names": {"s": "#s"}, "nodes": [{"nodes": "n1"}]},
+}.items():
+    case(M, f"compact {label}")(lambda tmp, data=data: compact(data))
+
+
+# -- inventory variables -------------------------------------------------------------------
+
+I = "inventory variables"
+for label, params in {
+    "two switches, one name": {"switches": {"a": {"name": "leaf"}, "b": {"name": "leaf"}},
+                               "nodes": [{"nodes": "n1", "switch": "a"}]},
+    "nodes: 5": {"nodes": [{"nodes": 5}]},
+    "nodes: [null]": {"nodes": [{"nodes": [None]}]},
+    "host key 5": {"hosts": {5: {}}},
+    "parent 7": {"switches": {"a": 7}, "nodes": [{"nodes": "n1"}]},
+    "switch name with newline": {"switches": {"a": {"name": "x\nSwitchName=y"}}, "nodes": [{"nodes": "n1", "switch": "a"}]},
+    "domain name with '='": {"domains": [{"name": "r=1", "nodes": "n1"}]},
+    "domain name None": {"domains": [{"name": None, "nodes": "n1"}]},
+    "sub_domain '#x'": {"domains": [{"name": "r1", "sub_domains": [{"name": "#x", "nodes": "n1"}]}]},
+    "host domain with '['": {"hosts": {"n1": {"domain": "r[1]"}}},
+    "host switch True": {"hosts": {"n1": {"switch": True}}, "switches": {"True": None}},
+    "four 400k hostlists": {"nodes": [{"nodes": f"g{i}n[1-400000]"} for i in range(4)]},
+    "10 MB unknown key": {"x" * 10_000_000: 1},
+    "10 MB bad hostlist": {"nodes": [{"nodes": "x" * 10_000_000 + "["}]},
+    "node name with NEL": {"hosts": {"n\u00851": {}}},
+    "node name with U+2028": {"hosts": {"n\u20281": {}}},
+}.items():
+    case(I, f"inventory {label}")(lambda tmp, params=params: discover("inventory", params))
+
+
+# -- ibnetdiscover text ----------------------------------------------------------------------
+
+B = "ibnetdiscover text"
+GOOD_IB = (REPO / "tests" / "fixtures" / "topograph" / "ibnetdiscover-example.out").read_text()
+IB_LINES = GOOD_IB.splitlines(keepends=True)
+
+
+def ib(text=None, **params):
+    if text is not None:
+        params["ibnetdiscover"] = {"n1": text}
+    return discover("infiniband", params)
+
+
+for fraction in (0.1, 0.25, 0.5, 0.75, 0.9, 0.99):
+    cut = int(len(IB_LINES) * fraction)
+    case(B, f"ibnetdiscover cut at line {cut}")(lambda tmp, cut=cut: ib("".join(IB_LINES[:cut])))
+case(B, "ibnetdiscover cut mid-line")(lambda tmp: ib(GOOD_IB[:len(GOOD_IB) // 2]))
+
+
+@case(B, "ibnetdiscover duplicated switch GUID")
+def _(tmp):
+    record = GOOD_IB[GOOD_IB.index("switchguid=0x2c5eab0300b87b40"):]
+    return ib(GOOD_IB + "\n" + record[:record.index("\n\n") + 2])
+
+
+for label, (old, new) in {
+    "HCA described 'node[01-09] HCA-1'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"node[01-09] HCA-1"'),
+    "HCA described 'a=b mlx5_0'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"a=b mlx5_5"'),
+    "HCA described '#x mlx5_0'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"#x mlx5_5"'),
+    "switch described 'MF0;a b:MQM'": ('"MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"', '"MF0;a,b:MQM9701/U1"'),
+}.items():
+    case(B, f"ibnetdiscover {label}")(lambda tmp, old=old, new=new: ib(GOOD_IB.replace(old, new)))
+case(B, "ibnetdiscover node_map value null")(lambda tmp: ib(GOOD_IB, node_map={"H-e09d7303007a4bd8": None}))
+case(B, "ibnetdiscover node_map value 5")(lambda tmp: ib(GOOD_IB, node_map={"a08-p1-dgx-04-c01": 5}))
+case(B, "ibnetdiscover empty output")(lambda tmp: ib(""))
+case(B, "ibnetdiscover header only")(lambda tmp: ib("# Topology file\n\n"))
+case(B, "ibnetdiscover binary garbage")(lambda tmp: ib(bytes(range(256)).decode("latin-1") * 10))
+case(B, "ibnetdiscover output is an integer")(lambda tmp: ib(5))
+
+
+@case(B, "ibnetdiscover file non-UTF-8")
+def _(tmp):
+    (tmp / "ib.out").write_bytes(GOOD_IB.encode().replace(b"a08-p1-dgx-04-c01", b"a08-p1-dgx-04-c\xe901"))
+    return ib(ibnetdiscover_files=[str(tmp / "ib.out")])
+
+
+@case(B, "ibnetdiscover file is a FIFO")
+def _(tmp):
+    os.mkfifo(tmp / "fifo")
+    return ib(ibnetdiscover_files=[str(tmp / "fifo")])
+
+
+# -- options and destinations (the slurm_topology module, run as Ansible runs it) ---------------
+
+O = "options and destinations"
+
+
+@case(O, "topologies: {}")
+def _(tmp):
+    (tmp / "topology.yaml").write_text("- topology: default\n  cluster_default: true\n  flat: true\n")
+    return render(tmp, dest=tmp / "topology.yaml", topologies={})
+
+
+for label, args in {
+    "header not a comment": {"header": "SwitchName=rogue Nodes=x[1-9]"},
+    "header comment then record": {"header": "# ok\nSwitchName=rogue"},
+    "block_name_pattern bad regexp": {"plugin": "topology/block", "block_name_pattern": {"regexp": "(", "format": "x"}},
+    "block_name_pattern bad group": {"plugin": "topology/block", "block_name_pattern": {"regexp": "n(\\d)", "format": "$7"}},
+    "block_name_pattern gives a space": {"plugin": "topology/block",
+                                         "block_name_pattern": {"regexp": "n(\\d)", "format": "b $1"}},
+    "block_name_pattern gives ','": {"plugin": "topology/block",
+                                     "block_name_pattern": {"regexp": "n(\\d+)", "format": "b,x"}},
+    "no_topology_switch with newline": {"no_topology_switch": "nt\nSwitchName=x"},
+    "domain_order with '['": {"plugin": "topology/block", "domain_order": ["r[1]"]},
+}.items():
+    case(O, label)(lambda tmp, args=args: render(tmp, **args))
+
+
+@case(O, "dest is a FIFO")
+def _(tmp):
+    os.mkfifo(tmp / "fifo")
+    return render(tmp, dest=tmp / "fifo")
+
+
+@case(O, "dest is a character device")
+def _(tmp):
+    os.mknod(tmp / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return render(tmp, dest=tmp / "null")
+
+
+@case(O, "dest is a directory")
+def _(tmp):
+    return render(tmp, dest=tmp)
+
+
+@case(O, "dest directory missing")
+def _(tmp):
+    return render(tmp, dest=tmp / "missing" / "topology.conf")
+
+
+for label, attribute in {"invalid owner": {"owner": "no-such-user-aifactory"},
+                         "invalid mode": {"mode": "u=banana"}}.items():
+    @case(O, label)
+    def _(tmp, attribute=attribute):
+        dest = tmp / "topology.conf"
+        old = GOOD_CONF.replace("10", "9")
+        dest.write_text(old)
+        try:
+            return render(tmp, dest=dest, **attribute)
+        finally:
+            if dest.read_text() != old:
+                raise DataLost(f"{dest} was replaced although the task failed")
+
+
+@case(O, "--diff of a symlinked dest shows the link", expect="ok")
+def _(tmp):
+    (tmp / "target.conf").write_text("SwitchName=old Nodes=n[1-10]\n")
+    (tmp / "topology.conf").symlink_to(tmp / "target.conf")
+    args_file = tmp / "a.json"
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"model": MODEL, "dest": str(tmp / "topology.conf"),
+                                                             "_ansible_diff": True, "_ansible_check_mode": True}}))
+    out = subprocess.run([sys.executable, "-m", "ansible_collections.aifactory.topology.plugins.modules.slurm_topology",
+                          str(args_file)], capture_output=True, text=True, check=False)
+    result = json.loads(out.stdout)
+    before = (result.get("diff") or {}).get("before", "")
+    if result.get("failed"):
+        raise ModuleFailed(result.get("msg"))
+    if "old" in before and "symlink" not in json.dumps(result.get("diff")):
+        raise WrongOutput("the diff shows the link target's content as if the link were the file replaced")
+
+
+class DataLost(Exception):
+    pass
+
+
+class WrongOutput(Exception):
+    pass
+
+
+# -- kill -9 and concurrency -----------------------------------------------------------------
+
+K = "kill -9 and concurrency"
+
+
+def _big_model(nodes):
+    return {"format": "aifactory.topology/v1", "switches": {"leaf": None},
+            "nodes": [{"nodes": f"n[1-{nodes}]", "switch": "leaf"}]}
+
+
+@case(K, "kill -9 mid-write leaves no temporary file after the next run", expect="ok")
+def _(tmp):
+    dest = tmp / "topology.conf"
+    args_file = tmp / "a.json"
+    model = {"format": "aifactory.topology/v1", "switches": {f"s{i}": None for i in range(20000)},
+             "nodes": [{"nodes": f"n{i}", "switch": f"s{i}"} for i in range(20000)]}
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"model": model, "dest": str(dest)}}))
+    command = [sys.executable, "-m", "ansible_collections.aifactory.topology.plugins.modules.slurm_topology",
+               str(args_file)]
+    for delay in (0.5, 0.8, 1.1, 1.4):
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    subprocess.run(command, stdout=subprocess.DEVNULL, check=False)
+    stale = [p.name for p in tmp.iterdir() if p.name.startswith(".") and p.name != ".lock"]
+    if stale:
+        raise WrongOutput(f"temporary files left beside dest: {stale}")
+
+
+@case(K, "two concurrent runs cannot both pass the shrink guard", expect="ok")
+def _(tmp):
+    dest = tmp / "topology.conf"
+    dest.write_text("SwitchName=leaf Nodes=n[1-100000]\n")
+    procs = []
+    for index, nodes in enumerate((85000, 80000)):  # each loses 15 % / 20 % of 100k: both must be refused
+        args_file = tmp / f"a{index}.json"
+        args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"model": _big_model(nodes), "dest": str(dest),
+                                                                 "max_node_loss": 10}}))
+        procs.append(subprocess.Popen([sys.executable, "-m",
+                                       "ansible_collections.aifactory.topology.plugins.modules.slurm_topology",
+                                       str(args_file)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+    for proc in procs:
+        proc.communicate()
+    if dest.read_text() != "SwitchName=leaf Nodes=n[1-100000]\n":
+        raise DataLost("a run dropped nodes past max_node_loss")
+
+
+# -- shrink guard ----------------------------------------------------------------------------
+
+S = "shrink guard"
+for label, value in {"nan": float("nan"), "inf": float("inf"), "-1": -1, "101": 101, "-inf": float("-inf")}.items():
+    @case(S, f"max_node_loss {label}")
+    def _(tmp, value=value):
+        dest = tmp / "topology.conf"
+        dest.write_text("SwitchName=leaf Nodes=n[1-100]\n")
+        try:
+            # json.dumps writes NaN/Infinity, which Ansible's JSON reader takes as floats.
+            return render(tmp, dest=dest, max_node_loss=value, model=_big_model(10))
+        finally:
+            if dest.read_text() != "SwitchName=leaf Nodes=n[1-100]\n":
+                raise DataLost("the guard was disabled: 90 of 100 nodes dropped")
+
+for label, text in {"garbage": "\x00\x01 not a topology file", "bad hostlist": "SwitchName=leaf Nodes=n[1-\n",
+                    "YAML alias bomb": "- &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+                        f"- &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)),
+                    "unreadable YAML": "- topology: [\n"}.items():
+    @case(S, f"current file {label} fails closed")
+    def _(tmp, text=text):
+        dest = tmp / "topology.conf"
+        dest.write_text(text)
+        try:
+            return render(tmp, dest=dest)
+        finally:
+            if dest.read_text() != text:
+                raise DataLost("a file the guard cannot read was replaced without force")
+
+
+@case(S, "current file unreadable, force: true", expect="ok")
+def _(tmp):
+    dest = tmp / "topology.conf"
+    dest.write_text("SwitchName=leaf Nodes=n[1-\n")
+    render(tmp, dest=dest, force=True)
+    if dest.read_text().endswith(GOOD_CONF) is False:
+        raise WrongOutput("force did not write the file")
+
+
+@case(S, "empty result over a full file")
+def _(tmp):
+    dest = tmp / "topology.conf"
+    dest.write_text("SwitchName=leaf Nodes=n[1-100]\n")
+    return render(tmp, dest=dest, plugin="topology/block", model={"format": "aifactory.topology/v1",
+                                                                  "nodes": [{"nodes": "x1"}]})
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+C = "secrets"
+SECRET = "s3cr3t-VALUE-7f2a"
+INSTANCES = [{"region": "r", "instances": {"i-1": "n1"}}]
+for form, value in {"newline": SECRET + "\n", "CRLF": SECRET + "\r\n", "non-ASCII": SECRET + "\u00e9",
+                    "NUL": SECRET + "\x00"}.items():
+    case(C, f"lambda token with {form}", secret=SECRET)(lambda tmp, value=value: discover(
+        "lambda", {"instances": INSTANCES, "workspace_id": "w", "api_url": "http://127.0.0.1:9"}, {"token": value}))
+    case(C, f"netq password with {form}", secret=SECRET)(lambda tmp, value=value: discover(
+        "netq", {"api_url": "http://127.0.0.1:9"}, {"username": "u", "password": value}))
+case(C, "nscale token with newline", secret=SECRET)(lambda tmp: discover(
+    "nscale", {"instances": INSTANCES, "api_url": "http://127.0.0.1:9", "organization": "o"}, {"token": SECRET + "\n"}))
+case(C, "aws secret key with CRLF", secret=SECRET)(lambda tmp: discover(
+    "aws", {"instances": INSTANCES}, {"access_key_id": "AKID", "secret_access_key": SECRET + "\r\n"}))
+case(C, "gcp token with newline", secret=SECRET)(lambda tmp: discover(
+    "gcp", {"instances": [{"region": "z", "instances": {"i-1": "n1"}}], "project_id": "p",
+            "api_url": "http://127.0.0.1:9"}, {"access_token": SECRET + "\n"}))
+case(C, "nebius token with newline", secret=SECRET)(lambda tmp: discover(
+    "nebius", {"instances": INSTANCES, "project_id": "p"}, {"iam_token": SECRET + "\n"}))
+case(C, "kubernetes api_key with newline", secret=SECRET)(lambda tmp: discover(
+    "dra", {}, {"host": "https://127.0.0.1:9", "api_key": SECRET + "\n"}))
+
+
+# -- HTTP providers (a local fault server; the lambda provider and the client) ---------------
+
+H = "HTTP providers"
+FAULTS = ["drip", "drip-headers", "silent", "loop", "loop-a", "garbage", "not-http", "huge", "gzip-bomb", "bad-gzip",
+          "truncated", "bad-chunked", "cut-chunked", "deep-json"]
+
+
+def with_faults(fn):
+    from tests.fault_http import FaultServer
+    with FaultServer() as server:
+        return fn(server)
+
+
+# The operator's bound for these cases: 5 s per attempt, default retries, 20 s per discovery
+# (the defaults are 30 s and 600 s: the same faults then end at those bounds).
+BOUNDS = {"timeout": 5, "discovery_timeout": 20}
+for fault in FAULTS:
+    case(H, f"lambda API {fault}")(lambda tmp, fault=fault: with_faults(
+        lambda server: discover("lambda", dict(BOUNDS, instances=INSTANCES, workspace_id="w",
+                                               api_url=server.url(f"/{fault}")), {"token": "t"})))
+case(H, "lambda API pages forever with new tokens")(lambda tmp: with_faults(
+    lambda server: discover("lambda", dict(BOUNDS, instances=INSTANCES, workspace_id="w", api_url=server.url("/pages")),
+                            {"token": "t"})))
+case(H, "lambda API repeats its page under new tokens")(lambda tmp: with_faults(
+    lambda server: discover("lambda", {"instances": INSTANCES, "workspace_id": "w",
+                                       "api_url": server.url("/same-page")}, {"token": "t"})))
+case(H, "lambda API drips, retried until the discovery deadline")(lambda tmp: with_faults(
+    lambda server: discover("lambda", {"instances": INSTANCES, "workspace_id": "w", "timeout": 3,
+                                       "retry_attempts": 100, "retry_backoff": 0.1, "discovery_timeout": 15,
+                                       "api_url": server.url("/drip")}, {"token": "t"})))
+for fault in ("loop", "garbage", "bad-gzip", "cut-chunked", "deep-json"):
+    @case(H, f"netq NMX {fault} only warns", expect="ok")
+    def _(tmp, fault=fault):
+        from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq
+        from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+        topology = Topology()
+        topology.add_node("n1")
+        warnings = []
+        with_faults(lambda server: netq._add_nvlink_domains(topology, {"timeout": 3}, server.url(f"/{fault}"),
+                                                            ("u", "p"), warnings.append))
+        if len(warnings) != 1:
+            raise WrongOutput(f"expected one warning, got {warnings}")
+
+
+# -- runner ----------------------------------------------------------------------------------
+
+def run_case(name):
+    """In the child: run one case, print its outcome as JSON."""
+    _importable()
+    from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+    klass, _expect, _secret, fn = CASES[name]
+    with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
+        try:
+            fn(Path(tmp))
+            outcome = {"result": "ok"}
+        except (AifactoryTopologyError, ModuleFailed) as exc:
+            outcome = {"result": "error", "message": str(exc)}
+        except DataLost as exc:
+            outcome = {"result": "data lost", "message": str(exc)}
+        except WrongOutput as exc:
+            outcome = {"result": "wrong", "message": str(exc)}
+        except BaseException as exc:  # what the user would see as "Module failed: <python error>"
+            outcome = {"result": "crash", "message": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    print(json.dumps(outcome))
+
+
+def classify(expect, secret, outcome, stdout, stderr):
+    if secret and (secret in stdout or secret in stderr):
+        return "secret printed"
+    result = outcome["result"]
+    if result == "data lost":
+        return "data lost"
+    if result == "crash":
+        return "unhandled"
+    if result == "error":
+        if len(outcome["message"]) > MAX_MESSAGE:
+            return "unhandled"
+        return "clear error" if expect == "error" else "wrong output"
+    if result == "wrong":
+        return "wrong output"
+    return "clear error" if expect == "ok" else "wrong output"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case")
+    parser.add_argument("--limit", type=float, default=30.0)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    if args.case:
+        run_case(args.case)
+        return
+    _importable()
+    rows = []
+    for name, (klass, expect, secret, _fn) in CASES.items():
+        if args.only.lower() not in f"{klass} {name}".lower():
+            continue
+        started = time.monotonic()
+        proc = subprocess.Popen([sys.executable, __file__, "--case", name], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=args.limit)
+            hung = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            hung = True
+        seconds = time.monotonic() - started
+        peak_mb = _peak_rss_mb(proc)
+        if hung:
+            verdict, message = "hang", f"not decided within {args.limit:g} s"
+        else:
+            try:
+                outcome = json.loads(stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                outcome = {"result": "crash", "message": stderr[-300:]}
+            verdict, message = classify(expect, secret, outcome, stdout, stderr), outcome.get("message", "")
+        rows.append({"class": klass, "case": name, "verdict": verdict, "seconds": round(seconds, 2),
+                     "peak_mb": peak_mb, "message": message[:160]})
+        print(f"{verdict:14} {seconds:6.2f} s {peak_mb:7.1f} MB  {klass}: {name}: {message[:110]!r}", flush=True)
+    _table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+_PEAKS = {}
+
+
+def _peak_rss_mb(proc):
+    return _PEAKS.get(proc.pid, 0.0)
+
+
+class _Popen(subprocess.Popen):
+    """Popen that records the child's peak memory (and its children's) from wait4."""
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, status, usage = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return (self.pid, 0)
+        if pid:
+            _PEAKS[pid] = usage.ru_maxrss / 1024.0
+        return (pid, status)
+
+
+subprocess.Popen = _Popen
+
+
+def _table(rows):
+    verdicts = ["clear error", "unhandled", "wrong output", "hang", "data lost", "secret printed"]
+    print()
+    print("| class | tried | " + " | ".join(verdicts) + " | slowest s | peak MB |")
+    print("|---|---" + "|---" * len(verdicts) + "|---|---|")
+    for klass in CLASSES + ["total"]:
+        mine = [row for row in rows if klass in ("total", row["class"])]
+        if not mine:
+            continue
+        counts = [sum(1 for row in mine if row["verdict"] == verdict) for verdict in verdicts]
+        print(f"| {klass} | {len(mine)} | " + " | ".join(str(count) for count in counts)
+              + f" | {max(row['seconds'] for row in mine):.1f} | {max(row['peak_mb'] for row in mine):.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""HTTP faults against the providers' client, on a local misbehaving server (tests/fault_http.py).
+
+Each fault must end in an HttpError that says what went wrong, within the client's time limit;
+none may hang, raise another exception, or hold an unbounded body in memory.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _http
+from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient, HttpError, paginate
+from tests.fault_http import FaultServer, gzip_bomb
+
+
+@pytest.fixture(scope="module")
+def faults():
+    gzip_bomb()  # built before any client waits for it
+    with FaultServer() as server:
+        yield server
+
+
+def client(server, **kwargs):
+    settings = {"timeout": 2.0, "attempts": 1, "sleep": lambda seconds: None}
+    settings.update(kwargs)
+    return HttpClient(server.url(), **settings)
+
+
+@pytest.mark.parametrize("path, message", [
+    ("/drip", r"GET http://127.0.0.1:\d+/drip: no complete response within 2.0 s"),
+    ("/drip-headers", r"GET http://127.0.0.1:\d+/drip-headers: no complete response within 2.0 s"),
+    ("/silent", r"GET http://127.0.0.1:\d+/silent: ReadTimeout after 1 attempts"),
+    ("/loop", r"too many redirects \(a redirect loop\)"),
+    ("/loop-a", r"too many redirects \(a redirect loop\)"),
+    ("/garbage", r"/garbage: the response is not JSON"),
+    ("/not-http", r"/not-http: ConnectionError after 1 attempts"),
+    ("/huge", r"/huge: the response is larger than 1048576 bytes; refused"),
+    ("/gzip-bomb", r"/gzip-bomb: the response is larger than 1048576 bytes; refused"),
+    ("/bad-gzip", r"/bad-gzip: the response body cannot be decoded \(bad gzip or deflate data\)"),
+    ("/truncated", r"/truncated: the response body was cut off"),
+    ("/bad-chunked", r"/bad-chunked: the response body was cut off"),
+    ("/cut-chunked", r"/cut-chunked: the response body was cut off"),
+    ("/deep-json", r"/deep-json: the JSON body is nested too deeply"),
+])
+def test_every_fault_is_a_clear_http_error(faults, path, message):
+    http = client(faults, max_response_bytes=1 << 20)
+    with pytest.raises(HttpError, match=message):
+        http.json("GET", path)
+
+
+def test_a_retried_drip_stops_at_the_discovery_deadline(faults):
+    http = client(faults, attempts=50, timeout=1.0, sleep=__import__("time").sleep, backoff=0.1)
+    with _http.discovery_deadline(3.0):
+        with pytest.raises(HttpError, match="discovery deadline"):
+            http.json("GET", "/drip")
+
+
+def test_endless_paging_with_new_tokens_stops_on_repeated_data_or_the_page_cap(faults):
+    http = client(faults)
+
+    def fetch(path):
+        def page(token):
+            body = http.json("GET", path, params={"token": token or "0"})
+            return body["items"], body["next"]
+        return page
+
+    with pytest.raises(HttpError, match="same page of items twice under different page tokens"):
+        list(paginate(fetch("/same-page")))
+    with pytest.raises(HttpError, match="more than 5 pages; stopping"):
+        list(paginate(fetch("/pages"), max_pages=5))
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("Bearer tok\n", "contains a line break"),
+    ("Bearer tok\r\n", "contains a line break"),
+    ("Bearer t\u00f6k", "contains a control or non-ASCII character"),
+    ("Bearer \x00tok", "contains a control or non-ASCII character"),
+])
+def test_a_bad_credential_header_is_refused_without_its_value(faults, value, problem):
+    with pytest.raises(HttpError) as info:
+        HttpClient(faults.url(), headers={"Authorization": value}).json("GET", "/json")
+    assert problem in str(info.value) and "tok" not in str(info.value)
+    http = client(faults)
+    with pytest.raises(HttpError) as info:
+        http.json("GET", "/json", headers={"Authorization": value})
+    assert problem in str(info.value) and "tok" not in str(info.value)
+    with pytest.raises(HttpError) as info:
+        HttpClient(faults.url(), auth=("user", value))
+    assert problem in str(info.value) and "tok" not in str(info.value)
+
+
+@pytest.mark.parametrize("path, message", [
+    ("/drip", r"GET /drip/api/v1/nodes: no complete response from http://127.0.0.1:\d+ within 2 s"),
+    ("/drip-headers", r"GET /drip-headers/api/v1/nodes: no complete response"),
+    ("/garbage", r"GET /garbage/api/v1/nodes: the API server's response is not JSON"),
+    ("/deep-json", r"GET /deep-json/api/v1/nodes: the API server's response is not JSON \(or nested too deeply\)"),
+])
+def test_the_kubernetes_transport_has_a_total_limit_per_request_too(faults, path, message):
+    from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+
+    config = _k8s.k8s_client.Configuration()
+    config.host = faults.url()
+    client = _k8s.K8sClient(config, timeout=2)
+    try:
+        with pytest.raises(_k8s.K8sError, match=message):
+            client.request("GET", path + "/api/v1/nodes")
+    finally:
+        client.close()
+
+
+def test_a_kubernetes_api_key_with_a_newline_is_refused_without_its_value():
+    from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+    from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+
+    with pytest.raises(TopologyError) as info:
+        _k8s.configuration({"host": "https://127.0.0.1:6443", "api_key": "sekret-token\n"})
+    assert "api_key contains a line break" in str(info.value) and "sekret" not in str(info.value)

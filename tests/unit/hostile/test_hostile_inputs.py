@@ -1,0 +1,243 @@
+"""Hostile input to the model, the providers that read files or inventory, and the Slurm engines.
+
+Names come from places the operator does not control (InfiniBand node descriptions are set by
+any host with root on the fabric, cloud instance names by tenants): every one is checked once,
+where the model is built, against what Slurm's files can hold. Property-based where it fits.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, name_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+
+from ..conftest_paths import FIXTURES
+
+GOOD_IB = (FIXTURES / "ibnetdiscover-example.out").read_text()
+INJECTIONS = ["leaf1\nSwitchName=rogue Nodes=n[1-9]", "node[01-09]", "a,b", "a=b", "#x", "a b", "a\tb", "a\rb",
+              "a\u2028b", "a\u0085b", "a\x00b", "a\u200bb", 'a"b', "a'b", "a\\b", " ", "", "x" * 254]
+NON_STRINGS = [None, True, 5, 1.5, {"a": 1}, ["n1"]]
+MAX_MESSAGE = 600  # no message quotes more than a short prefix of a value
+
+
+# -- names -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", INJECTIONS + NON_STRINGS[1:])  # None means "not set" there
+def test_every_model_entry_point_refuses_a_name_slurm_cannot_hold(name):
+    calls = {
+        "node": lambda t: t.add_node(name),
+        "switch": lambda t: t.add_switch(name),
+        "parent": lambda t: t.add_switch("leaf", parent=name),
+        "switch display name": lambda t: t.add_switch("leaf", name=name),
+        "domain of a node": lambda t: t.add_node("n1", domain=name),
+        "declared domain": lambda t: t.declare_domain(name),
+    }
+    for what, call in calls.items():
+        with pytest.raises(TopologyError) as info:
+            call(Topology())
+        assert len(str(info.value)) < MAX_MESSAGE, what
+
+
+@given(st.text(st.characters(exclude_categories=["Cs"]), max_size=40))
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_an_accepted_name_is_one_record_and_one_host_in_every_slurm_file(name):
+    topo = Topology()
+    try:
+        topo.add_switch("leaf")
+        topo.add_node(name, "leaf", domain=name)
+    except TopologyError:
+        assert name_problem(name) is not None
+        return
+    topo.validate()
+    # The hostlist Slurm reads back is exactly this one node...
+    assert hostlist.expand(hostlist.compress([name])) == [name]
+    conf = slurm.render_tree_conf(topo)
+    assert conf == f"SwitchName=leaf Nodes={hostlist.compress([name])}\n"
+    # ...and topology.yaml loads back to the same strings.
+    spec = slurm.TopologySpec("default", "topology/tree", cluster_default=True)
+    loaded = _yaml.safe_load(slurm.render_topology_yaml(topo, [spec], slurm.BlockOptions()))
+    assert hostlist.expand(loaded[0]["tree"]["switches"][0]["nodes"]) == [name]
+
+
+@given(st.text(st.characters(exclude_categories=["Cs"]), max_size=60))
+@settings(max_examples=500)
+def test_yaml_scalar_never_folds_or_alters_a_string(text):
+    assert _yaml.safe_load("key: " + slurm.yaml_scalar(text)) == {"key": text}
+
+
+def test_two_switches_with_one_display_name_are_an_error():
+    params = {"switches": {"sw1": {"name": "leaf"}, "sw2": {"name": "leaf"}}, "nodes": [{"nodes": "n1", "switch": "sw1"}]}
+    with pytest.raises(TopologyError, match="switches 'sw1' and 'sw2' both have the name 'leaf'"):
+        discover("inventory", params)
+
+
+def test_an_hca_description_with_a_hostlist_is_an_error_naming_the_line():
+    text = GOOD_IB.replace('"a08-p1-dgx-04-c01 mlx5_5"', '"node[01-09] mlx5_5"')
+    with pytest.raises(TopologyError, match=r"ibnetdiscover output of n1, line \d+: HCA 'H-e09d7303007a4bd8' described "
+                                            r"'node\[01-09\] mlx5_5': 'node\[01-09\]' contains '\['"):
+        discover("infiniband", {"ibnetdiscover": {"n1": text}})
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("no_topology_switch", "nt\nSwitchName=x", "no_topology_switch: 'nt\\\\nSwitchName=x' contains white space"),
+    ("block_name_pattern", {"regexp": "(", "format": "x"}, "block_name_pattern.regexp is not a valid regular expression"),
+    ("block_name_pattern", {"regexp": "n(\\d)", "format": "$7"}, "block_name_pattern.format .* does not fit the regexp"),
+    ("block_name_pattern", {"regexp": "n(\\d)", "format": "b $1"}, "contains white space"),
+    ("block_name_pattern", {"regexp": "n(\\d)", "format": "b,$1"}, "contains ','"),
+    ("domain_order", 5, "domain_order must be a list of domain names, got 5"),
+    ("domain_order", [5], r"domain_order\[0\]: name must be a non-empty string, got int 5"),
+])
+def test_options_written_verbatim_are_checked(option, value, message):
+    topo = Topology()
+    topo.add_switch("leaf")
+    for index in range(2):
+        topo.add_node(f"n{index}", "leaf", domain=f"r{index}")
+    topo.validate()
+    with pytest.raises(TopologyError, match=message):
+        if option == "no_topology_switch":
+            slurm.render_tree_conf(topo, value)
+        elif option == "domain_order":
+            slurm.BlockOptions(domain_order=value)
+        else:
+            slurm.plan_blocks(topo, slurm.BlockOptions(name_pattern=value))
+
+
+# -- non-string values -----------------------------------------------------------------------
+
+def _simulation(tmp_path, text):
+    path = tmp_path / "model.yaml"
+    path.write_text(text)
+    return discover("simulation", {"model_path": str(path)})
+
+
+@pytest.mark.parametrize("model, message", [
+    ("blocks: [{nodes: [null]}]", r"blocks\[0\].nodes\[0\]: expected a name \(a string\), got NoneType None"),
+    ("blocks: [{nodes: [yes]}]", r"blocks\[0\].nodes\[0\]: expected a name \(a string\), got bool True"),
+    ("blocks: [{nodes: [{a: 1}]}]", r"blocks\[0\].nodes\[0\]: expected a name \(a string\), got dict <dict>"),
+    ("blocks: [{nodes: [1.5]}]", r"blocks\[0\].nodes\[0\]: expected a name \(a string\), got float 1.5"),
+    ("blocks: [{nodes: 5}]", r"blocks\[0\].nodes must be a list of hostlist strings, got 5"),
+    ("switches: {1101: {}}\nblocks: [{nodes: [n1]}]", r"switches: expected a name \(a string\), got int 1101"),
+    ("switches: {s: {switches: [7]}}\nblocks: [{nodes: [n1]}]", r"switches.s.switches\[0\]: expected a name"),
+    ("blocks: [{nodes: [n1], switch: 3}]", r"blocks\[0\].switch: expected a name"),
+    ("blocks: [{nodes: [n1], labels: {a: 1}}]", r"label 'a': 1 must map a string to a string"),
+    ("blocks: [{nodes: [n1], annotations: {accelerator.topology.test/domain: 4}}]", "must be a string, got 4"),
+])
+def test_simulation_values_that_are_not_names_are_refused(tmp_path, model, message):
+    with pytest.raises(TopologyError, match=message):
+        _simulation(tmp_path, model)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"nodes": [{"nodes": 5}]}, r"model.nodes\[0\].nodes must be a hostlist string or a list of them, got 5"),
+    ({"nodes": [{"nodes": [None]}]}, r"model.nodes\[0\].nodes: hostlist entries must be strings, got None"),
+    ({"nodes": [{"nodes": "n1"}], "domain_order": 5}, "model.domain_order must be a list of domain names, got 5"),
+    ({"nodes": [{"nodes": "n1"}], "domain_order": [5]}, r"model.domain_order\[0\]: name must be a non-empty string"),
+    ({"switches": {"s": 5}, "nodes": [{"nodes": "n1"}]}, r"model.switches\['s'\] must be a parent id or null, got 5"),
+    ({"switches": {5: None}, "nodes": [{"nodes": "n1"}]}, r"model.switches\[5\]: name must be a non-empty string"),
+    ({"nodes": [{"nodes": "n1", "labels": {"a": 1}}]}, "labels of node 'n1' must map strings to strings"),
+])
+def test_compact_model_values_of_the_wrong_type_are_refused(data, message):
+    with pytest.raises(TopologyError, match=message):
+        Topology.from_compact(dict(data, format="aifactory.topology/v1"))
+
+
+def test_infiniband_node_map_values_must_be_names():
+    with pytest.raises(TopologyError, match=r"params.node_map: 'H-1': None must map"):
+        discover("infiniband", {"ibnetdiscover": {"n1": GOOD_IB}, "node_map": {"H-1": None}})
+
+
+# -- files, nesting, resource limits -----------------------------------------------------------
+
+def test_a_fifo_or_directory_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(TopologyError, match=r"simulation model_path '.*fifo' is not a regular file \(a FIFO\)"):
+        discover("simulation", {"model_path": str(fifo)})
+    with pytest.raises(TopologyError, match=r"ibnetdiscover_files: '.*fifo' is not a regular file \(a FIFO\)"):
+        discover("infiniband", {"ibnetdiscover_files": [str(fifo)]})
+    with pytest.raises(TopologyError, match=r"is not a regular file \(a directory\)"):
+        discover("simulation", {"model_path": str(tmp_path)})
+
+
+def test_files_that_are_not_utf8_are_an_error_naming_the_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(b"blocks:\n- nodes: [n\xff1]\n")
+    with pytest.raises(TopologyError, match=r"bad.yaml' is not UTF-8 text \(line 2, byte 19\)"):
+        discover("simulation", {"model_path": str(path)})
+    ib = tmp_path / "ib.out"
+    ib.write_bytes(GOOD_IB.encode().replace(b"a08-p1-dgx-04-c01", b"a08-p1-dgx-04-c\xe901"))
+    with pytest.raises(TopologyError, match=r"ib.out' is not UTF-8 text \(line 11,"):
+        discover("infiniband", {"ibnetdiscover_files": [str(ib)]})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)),
+     "aliases expand to more than 1000000 nodes"),
+    # libyaml's own flow-depth limit (1000) answers first here; either way a clear error.
+    ("blocks: " + "[" * 100000 + "]" * 100000, "nested more than 200 levels deep|exceeded maximum nesting depth"),
+    ("blocks:\n" + "".join("  " * i + "- \n" for i in range(3000)), "nested more than 200 levels deep"),
+    ("blocks: " + "{a: " * 5000 + "b" + "}" * 5000, "nested more than 200 levels deep"),
+])
+def test_yaml_bombs_and_deep_nesting_are_refused_before_loading(tmp_path, text, message):
+    with pytest.raises(TopologyError, match=message):
+        _simulation(tmp_path, text)
+
+
+def test_the_hostlist_limit_applies_to_the_whole_run_not_each_expression():
+    params = {"nodes": [{"nodes": f"g{index}n[1-400000]"} for index in range(4)]}
+    with pytest.raises(TopologyError, match=r"params.nodes\[1\].nodes: hostlist 'g1n\[1-400000\]' expands to more "
+                                            r"than 100000 hosts left of the run's 500000"):
+        discover("inventory", params)
+    with pytest.raises(TopologyError, match="has more than 18 digits"):
+        discover("inventory", {"nodes": [{"nodes": "n[" + "0" * 5000 + "1-2]"}]})
+
+
+def test_messages_quote_a_short_prefix_of_a_huge_value(tmp_path):
+    huge = "x" * 5_000_000
+    cases = [
+        lambda: discover("inventory", {"nodes": [{"nodes": huge + "["}]}),
+        lambda: discover("inventory", {"hosts": {huge: {}}, "domains": [{"name": huge}]}),
+        lambda: Topology.from_compact({"format": huge}),
+        lambda: discover("inventory", {huge: 1}),
+        lambda: Topology().add_node("n1", labels={huge: 5}),
+    ]
+    for case in cases:
+        with pytest.raises(TopologyError) as info:
+            case()
+        assert len(str(info.value)) < MAX_MESSAGE
+
+
+# -- wrong results -----------------------------------------------------------------------------
+
+@given(st.integers(min_value=12, max_value=GOOD_IB.count("\n") - 40))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_ibnetdiscover_output_cut_at_any_line_is_an_error(cut):
+    lines = GOOD_IB.splitlines(keepends=True)
+    with pytest.raises(TopologyError, match="cut off|no port line|no switch"):
+        discover("infiniband", {"ibnetdiscover": {"n1": "".join(lines[:cut])}})
+
+
+@given(st.binary(max_size=400))
+@settings(max_examples=300, deadline=None)
+def test_arbitrary_ibnetdiscover_text_is_a_topology_or_a_clear_error(data):
+    text = data.decode("utf-8", errors="replace")
+    try:
+        discover("infiniband", {"ibnetdiscover": {"n1": text or "x"}})
+    except TopologyError:
+        pass
+
+
+def test_a_duplicated_guid_is_an_error_not_a_replaced_switch():
+    record = GOOD_IB[GOOD_IB.index("switchguid=0x2c5eab0300b87b40"):]
+    record = record[:record.index("\n\n") + 2]
+    with pytest.raises(TopologyError, match=r"device 'S-2c5eab0300b87b40' is listed twice \(first at line \d+\)"):
+        discover("infiniband", {"ibnetdiscover": {"n1": GOOD_IB + "\n" + record}})
