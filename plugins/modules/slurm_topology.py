@@ -183,6 +183,8 @@ summary:
       elements: str
 """
 
+import contextlib
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
@@ -194,7 +196,12 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     warning_collector,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import (
+    ensure_file,
+    locked,
+    read_text,
+    resolve_dest,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 
 
@@ -232,12 +239,15 @@ def main():
         content = job.with_header(body, params["header"])
         result = {"changed": False, "content": content, "summary": summary}
         if params["dest"]:
-            current = read_text(params["dest"])
-            warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"])
-            if warning:
-                warn(warning)
-            result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
-                                      current=current))
+            shrink_guard.check_max_node_loss(params["max_node_loss"])
+            # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
+            with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
+                current = read_text(resolve_dest(params["dest"]))
+                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"])
+                if warning:
+                    warn(warning)
+                result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
+                                          current=current))
     except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

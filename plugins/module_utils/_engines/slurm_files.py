@@ -11,7 +11,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
 DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
@@ -68,7 +68,10 @@ def render(topology, params, resolve_partition, warn, skeleton=False):
     options = slurm.BlockOptions(params.get("block_sizes"), params.get("domain_order"),
                                  params.get("block_naming") or "domain", params.get("block_name_pattern"))
     topologies = params.get("topologies")
-    if topologies:
+    if topologies is not None:
+        if not topologies:
+            raise TopologyError("topologies is empty: name at least one topology for topology.yaml, or leave "
+                                "topologies out (and set plugin) for topology.conf")
         if params.get("plugin"):
             raise TopologyError("set plugin (topology.conf) or topologies (topology.yaml), not both")
         specs = build_specs(topologies, resolve_partition)
@@ -92,4 +95,13 @@ def render(topology, params, resolve_partition, warn, skeleton=False):
 
 
 def with_header(content, header):
-    return f"{header}\n{content}" if header else content
+    """``header`` above ``content``; it is written verbatim, so every line must be a ``#`` comment."""
+    if not header:
+        return content
+    for number, line in enumerate(header.split("\n"), start=1):
+        if not line.startswith("#"):
+            raise TopologyError(f"header line {number} must be a comment starting with '#' (it is written "
+                                f"verbatim into the file), got {clip(line)}")
+        if any(not char.isprintable() and char != "\t" for char in line):
+            raise TopologyError(f"header line {number} contains a control character: {clip(line)}")
+    return f"{header}\n{content}"

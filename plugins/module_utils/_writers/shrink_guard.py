@@ -8,24 +8,38 @@ PyYAML, as on minimal controllers) and refuses a change that loses too many.
 
 from __future__ import annotations
 
+import math
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+
+
+def check_max_node_loss(value, where="max_node_loss"):
+    """``value`` as a percentage; nan, infinities and values outside 0..100 would disable the guard."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= 100:
+        raise TopologyError(f"{where} must be a number from 0 to 100 (a percentage of nodes), got {clip(value)}")
+    return float(value)
 
 
 def check_shrink(current, content, max_node_loss, force):
     """Refuse a new file that loses too many of the nodes the current one holds.
 
-    Returns a warning or None; raises TopologyError when the write must not happen.
+    Returns a warning or None; raises TopologyError when the write must not happen. A current
+    file the guard cannot read fails closed: only ``force`` replaces it (with a warning).
     """
+    max_node_loss = check_max_node_loss(max_node_loss)
     if current is None or current == content:
         return None  # nothing to lose: the common case of a scheduled run with no change
     try:
         before = nodes_in_file(current)
     except (TopologyError, hostlist.HostlistError) as exc:
-        return f"the shrink guard could not read the current file ({exc}); it was not applied"
+        problem = f"the shrink guard cannot read the current file ({exc})"
+        if force:
+            return f"force: {problem}; it is replaced unchecked"
+        raise TopologyError(f"{problem}; it fails closed: set force: true to replace it") from None
     if not before:
         return None
     after = nodes_in_file(content)
@@ -37,13 +51,19 @@ def check_shrink(current, content, max_node_loss, force):
     lost = before - after
     share = 100.0 * len(lost) / len(before)
     if share > max_node_loss:
+        names = _shown(hostlist.compress(lost))
         if not force:
             raise TopologyError(
                 f"refusing to drop {len(lost)} of {len(before)} nodes ({share:.1f}% > max_node_loss "
-                f"{max_node_loss:g}%): {hostlist.compress(lost)}; set force: true to accept"
+                f"{max_node_loss:g}%): {names}; set force: true to accept"
             )
-        return f"force: dropping {len(lost)} of {len(before)} nodes: {hostlist.compress(lost)}"
+        return f"force: dropping {len(lost)} of {len(before)} nodes: {names}"
     return None
+
+
+def _shown(hostlist_text, width=200):
+    """A hostlist for a message, cut to ``width`` characters (100k scattered names would be megabytes)."""
+    return hostlist_text if len(hostlist_text) <= width else f"{hostlist_text[:width]}... ({len(hostlist_text)} characters)"
 
 
 _CONF_NODES = re.compile(r"(?i)\bNodes=(\S+)")

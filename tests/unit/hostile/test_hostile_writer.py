@@ -1,0 +1,241 @@
+"""The file writer and the shrink guard against hostile destinations, attributes, kills and races.
+
+Only a regular file (or a link to one) is ever replaced; owner and mode fail before anything is
+replaced; a temporary file of a killed run is removed by the next one; read, check and rename
+happen under a lock; the guard fails closed on a file it cannot read and on a limit that is
+not a percentage.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as writer
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
+from ansible_collections.aifactory.topology.plugins.modules import slurm_topology
+
+from ..plugins.modules.module_runner import run_module
+
+MODEL = {"format": "aifactory.topology/v1", "switches": {"leaf": None}, "nodes": [{"nodes": "n[1-10]", "switch": "leaf"}]}
+OLD = "SwitchName=leaf Nodes=n[1-9]\n"
+
+
+@pytest.fixture
+def run(monkeypatch):
+    def runner(args, **kwargs):
+        return run_module(slurm_topology, dict({"model": MODEL}, **args), monkeypatch=monkeypatch, **kwargs)
+    return runner
+
+
+def _entries(directory):
+    return sorted(path.name for path in directory.iterdir())
+
+
+def _special(tmp_path, kind):
+    path = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "chardev":
+        if os.geteuid() != 0:
+            pytest.skip("making a character device needs root")
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+    else:
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("kind, what", [("fifo", "a FIFO"), ("chardev", "a character device"), ("dir", "a directory")])
+def test_only_a_regular_file_is_ever_replaced(run, tmp_path, kind, what):
+    path = _special(tmp_path, kind)
+    before = os.lstat(path)
+    for check_mode in (True, False):
+        result = run({"dest": str(path)}, check_mode=check_mode, diff=True)
+        assert result["failed"] and result["msg"] == f"{path} is {what}; only a regular file is ever replaced"
+    after = os.lstat(path)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    assert _entries(tmp_path) == [kind]
+
+
+@pytest.mark.parametrize("attribute, message", [
+    ({"owner": "no-such-user-aifactory"}, "chown failed: failed to look up user no-such-user-aifactory"),
+    ({"group": "no-such-group-aifactory"}, "chgrp failed: failed to look up group no-such-group-aifactory"),
+    ({"mode": "u=banana"}, "mode must be in octal or symbolic form"),
+])
+def test_an_invalid_owner_group_or_mode_fails_with_nothing_replaced(run, tmp_path, attribute, message):
+    dest = tmp_path / "topology.conf"
+    dest.write_text(OLD)
+    inode = dest.stat().st_ino
+    result = run(dict({"dest": str(dest)}, **attribute))
+    assert result["failed"] and message in result["msg"]
+    assert dest.read_text() == OLD and dest.stat().st_ino == inode
+    assert _entries(tmp_path) == ["topology.conf"]  # no temporary file left
+
+
+def test_owner_and_mode_are_on_the_file_when_it_appears(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    dest.write_text(OLD)
+    os.chmod(dest, 0o600)
+    result = run({"dest": str(dest), "mode": "0640", "owner": str(os.getuid())})
+    assert result["changed"] and oct(dest.stat().st_mode & 0o777) == "0o640"
+    kept = run({"dest": str(dest), "model": dict(MODEL, nodes=[{"nodes": "n[1-11]", "switch": "leaf"}])})
+    assert kept["changed"] and oct(dest.stat().st_mode & 0o777) == "0o640"  # the old file's mode is kept
+
+
+def test_a_temporary_file_of_a_killed_run_is_removed_by_the_next_run(run, tmp_path):
+    dest = tmp_path / "topology.conf"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    stale = tmp_path / f".topology.conf{writer.TEMP_MARK}{dead}.abc123"
+    stale.write_text("half a file")
+    live = tmp_path / f".topology.conf{writer.TEMP_MARK}{os.getpid()}.def456"  # a run still writing
+    live.write_text("being written")
+    other = tmp_path / ".slurm.conf.aifactory-topology.1.x"  # another file's: not ours to judge
+    other.write_text("x")
+    assert run({"dest": str(dest)})["changed"]
+    assert _entries(tmp_path) == sorted([other.name, live.name, "topology.conf"])
+
+
+def test_kill_9_mid_write_then_a_run_leaves_one_whole_file_and_no_temporary_file(tmp_path):
+    """A real kill: a child writes through ensure_file's temporary file and is killed while it writes."""
+    dest = tmp_path / "topology.conf"
+    code = (
+        "import os, sys, tempfile\n"
+        "from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as w\n"
+        f"fd, path = tempfile.mkstemp(prefix='.topology.conf' + w.TEMP_MARK + str(os.getpid()) + '.', dir={str(tmp_path)!r})\n"
+        "os.write(fd, b'SwitchName=half')\n"
+        "print(path, flush=True)\n"
+        "sys.stdin.read()\n"  # holds here until killed
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    partial = child.stdout.readline().strip()
+    child.kill()
+    child.wait()
+    assert os.path.exists(partial)
+    writer.remove_stale_temp_files(str(dest))
+    assert not os.path.exists(partial)
+
+
+def test_diff_of_a_symlinked_dest_names_the_link_and_writes_its_target(run, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "topology.conf").write_text(OLD)
+    dest = tmp_path / "topology.conf"
+    dest.symlink_to(shared / "topology.conf")
+    dry = run({"dest": str(dest)}, check_mode=True, diff=True)
+    assert dry["diff"]["before_header"] == f"{dest} -> {shared / 'topology.conf'}" and dry["diff"]["before"] == OLD
+    assert run({"dest": str(dest)})["changed"]
+    assert dest.is_symlink() and (shared / "topology.conf").read_text().endswith("Nodes=n[1-10]\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "to-fifo"
+    link.symlink_to(fifo)
+    result = run({"dest": str(link)})
+    assert result["failed"] and result["msg"] == f"{link} (a link to {fifo}) is a FIFO; only a regular file is ever replaced"
+
+
+def test_read_check_and_rename_happen_under_the_lock(run, tmp_path, monkeypatch):
+    dest = tmp_path / "topology.conf"
+    dest.write_text(OLD)
+    monkeypatch.setattr(writer, "LOCK_WAIT_SECONDS", 0.3)
+    with writer.locked(str(dest)):  # another run holds it
+        result = run({"dest": str(dest)})
+    assert result["failed"] and result["msg"] == (f"another run has held the lock on {tmp_path} for 0.3 s; "
+                                                  f"{dest} was not written")
+    assert dest.read_text() == OLD
+    assert run({"dest": str(dest)})["changed"]
+    assert run({"dest": str(dest)}, check_mode=True)["changed"] is False  # check mode takes no lock
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -0.5, 100.5])
+def test_max_node_loss_must_be_a_finite_percentage(run, tmp_path, value):
+    dest = tmp_path / "topology.conf"
+    dest.write_text("SwitchName=leaf Nodes=n[1-100]\n")
+    result = run({"dest": str(dest), "max_node_loss": value})
+    assert result["failed"] and "max_node_loss must be a number from 0 to 100" in result["msg"]
+    assert dest.read_text() == "SwitchName=leaf Nodes=n[1-100]\n"
+
+
+@pytest.mark.parametrize("text", ["SwitchName=leaf Nodes=n[1-\n", "- topology: [\n", "BlockName=b Nodes=n[9-1]\n",
+                                  "- &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+                                      f"- &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))])
+def test_a_current_file_the_guard_cannot_read_fails_closed_unless_forced(run, tmp_path, text):
+    dest = tmp_path / "topology.conf"
+    dest.write_text(text)
+    refused = run({"dest": str(dest)})
+    assert refused["failed"] and refused["msg"].startswith("the shrink guard cannot read the current file")
+    assert "set force: true to replace it" in refused["msg"] and dest.read_text() == text
+    forced = run({"dest": str(dest), "force": True})
+    assert forced["changed"] and forced["warnings"][0].startswith("force: the shrink guard cannot read the current file")
+
+
+def test_the_guard_message_quotes_a_short_prefix_of_the_lost_nodes():
+    before = "SwitchName=leaf Nodes=" + ",".join(f"host{i * 7}x" for i in range(5000)) + "\n"
+    with pytest.raises(TopologyError) as info:
+        shrink_guard.check_shrink(before, "SwitchName=leaf Nodes=host0x\n", 10, False)
+    assert len(str(info.value)) < 600 and "refusing to drop 4999 of 5000 nodes" in str(info.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"topologies": {}}, "topologies is empty: name at least one topology"),
+    ({"header": "SwitchName=rogue Nodes=x[1-9]"}, "header line 1 must be a comment starting with '#'"),
+    ({"header": "# ok\nSwitchName=rogue"}, "header line 2 must be a comment starting with '#'"),
+    ({"header": "# ok\r"}, "header line 1 contains a control character"),
+])
+def test_options_written_verbatim_fail_before_anything_is_written(run, tmp_path, args, message):
+    dest = tmp_path / "topology.yaml"
+    dest.write_text("- topology: default\n  cluster_default: true\n  flat: true\n")
+    result = run(dict({"dest": str(dest)}, **args))
+    assert result["failed"] and message in result["msg"]
+    assert dest.read_text() == "- topology: default\n  cluster_default: true\n  flat: true\n"
+
+
+def _root_only():
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system and chattr +i need root")
+
+
+def test_a_full_disk_fails_naming_the_file_and_keeps_the_old_one(run, tmp_path):
+    _root_only()
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mount)], check=True)
+    try:
+        dest = mount / "topology.conf"
+        dest.write_text(OLD)
+        big = dict(MODEL, nodes=[{"nodes": f"n{i}x", "switch": "leaf"} for i in range(0, 40000, 7)])
+        result = run({"dest": str(dest), "model": big, "force": True})
+        assert result["failed"] and result["msg"].startswith(f"cannot write {dest}: No space left on device")
+        assert dest.read_text() == OLD and _entries(mount) == ["topology.conf"]
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_read_only_mount_or_an_immutable_file_fails_naming_the_file(run, tmp_path):
+    _root_only()
+    dest = tmp_path / "topology.conf"
+    dest.write_text(OLD)
+    subprocess.run(["chattr", "+i", str(dest)], check=True)
+    try:
+        result = run({"dest": str(dest)})
+    finally:
+        subprocess.run(["chattr", "-i", str(dest)], check=True)
+    assert result["failed"] and str(dest) in result["msg"] and dest.read_text() == OLD
+    assert _entries(tmp_path) == ["topology.conf"]
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    try:
+        (mount / "topology.conf").write_text(OLD)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        result = run({"dest": str(mount / "topology.conf")})
+        assert result["failed"] and result["msg"].startswith(f"cannot write {mount / 'topology.conf'}: ")
+        assert "Read-only file system" in result["msg"] and (mount / "topology.conf").read_text() == OLD
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
