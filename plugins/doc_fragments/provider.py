@@ -84,7 +84,11 @@ options:
     OUTPUT_FILE = r"""
 options:
   dest:
-    description: The file to write. Without it nothing is written and RV(content) is returned.
+    description:
+      - The file to write. Without it nothing is written and RV(content) is returned.
+      - Only a regular file is ever replaced; a directory, FIFO, socket or device there is an error.
+      - A symbolic link is followed (its target is written and the link stays); the diff names both.
+      - O(owner), O(group) and O(mode) are applied before the new file replaces the old one.
     type: path
   backup:
     description: Keep a timestamped copy of the file it replaces.

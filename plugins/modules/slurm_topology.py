@@ -87,7 +87,9 @@ options:
     type: str
     default: no-topology
   header:
-    description: A comment written as the first line of the file. An empty string writes none.
+    description:
+      - A comment written at the top of the file. An empty string writes none.
+      - It is written verbatim, so every line must start with C(#) and hold no control character.
     type: str
     default: "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
   validate:
@@ -100,6 +102,10 @@ options:
       - Shrink guard. Refuse to replace O(dest) with a file that drops more than this percentage of the
         nodes the current file holds, unless O(force) is set.
       - A result with no nodes never replaces a file that has some, whatever O(force) says.
+      - A number from 0 to 100; C(nan) and infinities are errors.
+      - A current file the guard cannot read fails the task unless O(force) is set (it fails closed).
+      - Reading the current file, this check and the rename happen under a lock on the directory of O(dest),
+        so concurrent runs cannot both pass it.
     type: float
     default: 10
   force:
