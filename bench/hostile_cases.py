@@ -326,8 +326,10 @@ def _(tmp):
     before = (result.get("diff") or {}).get("before", "")
     if result.get("failed"):
         raise ModuleFailed(result.get("msg"))
-    if "old" in before and "symlink" not in json.dumps(result.get("diff")):
-        raise WrongOutput("the diff shows the link target's content as if the link were the file replaced")
+    # The link is followed: the target's content is what is replaced, and the header must say so.
+    header = (result.get("diff") or {}).get("before_header", "")
+    if "old" not in before or header != f"{tmp / 'topology.conf'} -> {tmp / 'target.conf'}":
+        raise WrongOutput(f"the diff does not show what is replaced: {header!r}")
 
 
 class DataLost(Exception):
@@ -435,8 +437,8 @@ def _(tmp):
 def _(tmp):
     dest = tmp / "topology.conf"
     dest.write_text("SwitchName=leaf Nodes=n[1-100]\n")
-    return render(tmp, dest=dest, plugin="topology/block", model={"format": "aifactory.topology/v1",
-                                                                  "nodes": [{"nodes": "x1"}]})
+    return render(tmp, dest=dest, no_topology_switch="", model={"format": "aifactory.topology/v1",
+                                                                "nodes": [{"nodes": "x1"}]})
 
 
 # -- secrets ---------------------------------------------------------------------------------

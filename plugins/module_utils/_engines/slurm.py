@@ -129,8 +129,9 @@ def _apply_name_pattern(blocks, pattern):
             except (re.error, IndexError) as exc:
                 raise TopologyError(f"block_name_pattern.format {clip(template)} does not fit the regexp: {exc}") from None
         if len(names) != 1 or "" in names:
+            shown = ", ".join(clip(name) for name in sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
             raise TopologyError(
-                f"block {block.name} (domain {block.label}): block_name_pattern gives names {sorted(names)}; "
+                f"block {block.name} (domain {block.label}): block_name_pattern gives {len(names)} names ({shown}); "
                 "every node of a block must give the same non-empty name"
             )
         name = names.pop()

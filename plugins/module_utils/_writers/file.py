@@ -95,6 +95,8 @@ def locked(dest, wait=None):
     """
     wait = LOCK_WAIT_SECONDS if wait is None else wait
     directory = os.path.dirname(os.path.abspath(dest))
+    if not os.path.isdir(directory):
+        raise FileWriteError(f"destination directory {directory} does not exist")
     try:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError as exc:
