@@ -22,6 +22,7 @@ cases, nothing but 127.0.0.1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -332,6 +333,55 @@ def _(tmp):
         raise WrongOutput(f"the diff does not show what is replaced: {header!r}")
 
 
+@contextlib.contextmanager
+def _tmpfs(tmp, options):
+    mount = tmp / "mnt"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _kept(dest, old, fn):
+    try:
+        return fn()
+    finally:
+        if dest.read_text() != old:
+            raise DataLost(f"{dest} changed although the task failed")
+
+
+@case(O, "dest on a full file system")
+def _(tmp):
+    with _tmpfs(tmp, "size=8k") as mount:
+        dest = mount / "topology.conf"
+        dest.write_text(GOOD_CONF)
+        big = {"format": "aifactory.topology/v1", "switches": {"leaf": None},
+               "nodes": [{"nodes": f"n{i}x", "switch": "leaf"} for i in range(0, 40000, 7)]}
+        return _kept(dest, GOOD_CONF, lambda: render(tmp, dest=dest, model=big, force=True))
+
+
+@case(O, "dest on a read-only mount")
+def _(tmp):
+    with _tmpfs(tmp, "size=64k") as mount:
+        dest = mount / "topology.conf"
+        dest.write_text(GOOD_CONF.replace("10", "9"))
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        return _kept(dest, GOOD_CONF.replace("10", "9"), lambda: render(tmp, dest=dest))
+
+
+@case(O, "dest immutable (chattr +i)")
+def _(tmp):
+    dest = tmp / "topology.conf"
+    dest.write_text(GOOD_CONF.replace("10", "9"))
+    subprocess.run(["chattr", "+i", str(dest)], check=True)
+    try:
+        return _kept(dest, GOOD_CONF.replace("10", "9"), lambda: render(tmp, dest=dest))
+    finally:
+        subprocess.run(["chattr", "-i", str(dest)], check=False)
+
+
 class DataLost(Exception):
     pass
 
@@ -392,6 +442,27 @@ def _(tmp):
         proc.communicate()
     if dest.read_text() != "SwitchName=leaf Nodes=n[1-100000]\n":
         raise DataLost("a run dropped nodes past max_node_loss")
+
+
+@case(K, "ten concurrent writers leave one whole file", expect="ok")
+def _(tmp):
+    dest = tmp / "topology.conf"
+    procs, contents = [], set()
+    for index in range(10):
+        model = _big_model(1000 + index)
+        args_file = tmp / f"w{index}.json"
+        args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"model": model, "dest": str(dest), "force": True,
+                                                                 "header": ""}}))
+        contents.add(f"SwitchName=leaf Nodes=n[1-{1000 + index}]\n")
+        procs.append(subprocess.Popen([sys.executable, "-m",
+                                       "ansible_collections.aifactory.topology.plugins.modules.slurm_topology",
+                                       str(args_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    for proc in procs:
+        proc.wait()
+    if dest.read_text() not in contents:
+        raise DataLost("the file is not one whole result of one writer")
+    if [p.name for p in tmp.iterdir() if p.name.startswith(".")]:
+        raise WrongOutput("temporary files left")
 
 
 # -- shrink guard ----------------------------------------------------------------------------
