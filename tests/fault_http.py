@@ -204,4 +204,3 @@ class FaultServer:
 
     def _same_page(self, handler, query):
         self._pages(handler, query, same=True)
-

@@ -60,8 +60,8 @@ BAD_FORMS = {"newline": "{}\n", "crlf": "{}\r\n", "non-ascii": "{}\u00e9"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_a_credential_with_a_newline_crlf_or_non_ascii_character_fails_without_showing_it(name, fake_http,
-                                                                                           fake_grpc, tmp_path):
+def test_a_credential_with_a_newline_crlf_or_non_ascii_character_fails_without_showing_it(
+        name, fake_http, fake_grpc, tmp_path):
     """One playbook per provider: each bad form of its first secret is refused, and no form of it is printed."""
     params, creds, secrets, _credential_used = CASES[name].playbook_case(fake_http, fake_grpc)
     key = next(key for key, value in creds.items() if value == secrets[0])
