@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run every hostile case of docs/security.md in its own process; count outcomes per class.
 
 Each case runs in a child process (``--case NAME``) that prints one JSON line: what happened
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -151,13 +153,13 @@ case(M, "simulation binary garbage")(lambda tmp: simulation(tmp, bytes(range(256
 
 
 @case(M, "simulation model_path is a FIFO")
-def _(tmp):
+def hostile_case_1(tmp):
     os.mkfifo(tmp / "fifo")
     return discover("simulation", {"model_path": str(tmp / "fifo")})
 
 
 @case(M, "simulation model_path is a directory")
-def _(tmp):
+def hostile_case_2(tmp):
     return discover("simulation", {"model_path": str(tmp)})
 
 
@@ -220,7 +222,7 @@ case(B, "ibnetdiscover cut mid-line")(lambda tmp: ib(GOOD_IB[:len(GOOD_IB) // 2]
 
 
 @case(B, "ibnetdiscover duplicated switch GUID")
-def _(tmp):
+def hostile_case_3(tmp):
     record = GOOD_IB[GOOD_IB.index("switchguid=0x2c5eab0300b87b40"):]
     return ib(GOOD_IB + "\n" + record[:record.index("\n\n") + 2])
 
@@ -241,13 +243,13 @@ case(B, "ibnetdiscover output is an integer")(lambda tmp: ib(5))
 
 
 @case(B, "ibnetdiscover file non-UTF-8")
-def _(tmp):
+def hostile_case_4(tmp):
     (tmp / "ib.out").write_bytes(GOOD_IB.encode().replace(b"a08-p1-dgx-04-c01", b"a08-p1-dgx-04-c\xe901"))
     return ib(ibnetdiscover_files=[str(tmp / "ib.out")])
 
 
 @case(B, "ibnetdiscover file is a FIFO")
-def _(tmp):
+def hostile_case_5(tmp):
     os.mkfifo(tmp / "fifo")
     return ib(ibnetdiscover_files=[str(tmp / "fifo")])
 
@@ -258,7 +260,7 @@ O = "options and destinations"
 
 
 @case(O, "topologies: {}")
-def _(tmp):
+def hostile_case_6(tmp):
     (tmp / "topology.yaml").write_text("- topology: default\n  cluster_default: true\n  flat: true\n")
     return render(tmp, dest=tmp / "topology.yaml", topologies={})
 
@@ -279,43 +281,45 @@ for label, args in {
 
 
 @case(O, "dest is a FIFO")
-def _(tmp):
+def hostile_case_7(tmp):
     os.mkfifo(tmp / "fifo")
     return render(tmp, dest=tmp / "fifo")
 
 
 @case(O, "dest is a character device")
-def _(tmp):
+def hostile_case_8(tmp):
     os.mknod(tmp / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     return render(tmp, dest=tmp / "null")
 
 
 @case(O, "dest is a directory")
-def _(tmp):
+def hostile_case_9(tmp):
     return render(tmp, dest=tmp)
 
 
 @case(O, "dest directory missing")
-def _(tmp):
+def hostile_case_10(tmp):
     return render(tmp, dest=tmp / "missing" / "topology.conf")
+
+
+def _attribute_case(tmp, attribute):
+    dest = tmp / "topology.conf"
+    old = GOOD_CONF.replace("10", "9")
+    dest.write_text(old)
+    try:
+        return render(tmp, dest=dest, **attribute)
+    finally:
+        if dest.read_text() != old:
+            raise DataLost(f"{dest} was replaced although the task failed")
 
 
 for label, attribute in {"invalid owner": {"owner": "no-such-user-aifactory"},
                          "invalid mode": {"mode": "u=banana"}}.items():
-    @case(O, label)
-    def _(tmp, attribute=attribute):
-        dest = tmp / "topology.conf"
-        old = GOOD_CONF.replace("10", "9")
-        dest.write_text(old)
-        try:
-            return render(tmp, dest=dest, **attribute)
-        finally:
-            if dest.read_text() != old:
-                raise DataLost(f"{dest} was replaced although the task failed")
+    case(O, label)(functools.partial(_attribute_case, attribute=attribute))
 
 
 @case(O, "--diff of a symlinked dest shows the link", expect="ok")
-def _(tmp):
+def hostile_case_12(tmp):
     (tmp / "target.conf").write_text("SwitchName=old Nodes=n[1-10]\n")
     (tmp / "topology.conf").symlink_to(tmp / "target.conf")
     args_file = tmp / "a.json"
@@ -353,7 +357,7 @@ def _kept(dest, old, fn):
 
 
 @case(O, "dest on a full file system")
-def _(tmp):
+def hostile_case_13(tmp):
     with _tmpfs(tmp, "size=8k") as mount:
         dest = mount / "topology.conf"
         dest.write_text(GOOD_CONF)
@@ -363,7 +367,7 @@ def _(tmp):
 
 
 @case(O, "dest on a read-only mount")
-def _(tmp):
+def hostile_case_14(tmp):
     with _tmpfs(tmp, "size=64k") as mount:
         dest = mount / "topology.conf"
         dest.write_text(GOOD_CONF.replace("10", "9"))
@@ -372,7 +376,7 @@ def _(tmp):
 
 
 @case(O, "dest immutable (chattr +i)")
-def _(tmp):
+def hostile_case_15(tmp):
     dest = tmp / "topology.conf"
     dest.write_text(GOOD_CONF.replace("10", "9"))
     subprocess.run(["chattr", "+i", str(dest)], check=True)
@@ -401,7 +405,7 @@ def _big_model(nodes):
 
 
 @case(K, "kill -9 mid-write leaves no temporary file after the next run", expect="ok")
-def _(tmp):
+def hostile_case_16(tmp):
     dest = tmp / "topology.conf"
     args_file = tmp / "a.json"
     model = {"format": "aifactory.topology/v1", "switches": {f"s{i}": None for i in range(20000)},
@@ -427,7 +431,7 @@ def _(tmp):
 
 
 @case(K, "two concurrent runs cannot both pass the shrink guard", expect="ok")
-def _(tmp):
+def hostile_case_17(tmp):
     dest = tmp / "topology.conf"
     dest.write_text("SwitchName=leaf Nodes=n[1-100000]\n")
     procs = []
@@ -445,7 +449,7 @@ def _(tmp):
 
 
 @case(K, "ten concurrent writers leave one whole file", expect="ok")
-def _(tmp):
+def hostile_case_18(tmp):
     dest = tmp / "topology.conf"
     procs, contents = [], set()
     for index in range(10):
@@ -470,7 +474,7 @@ def _(tmp):
 S = "shrink guard"
 for label, value in {"nan": float("nan"), "inf": float("inf"), "-1": -1, "101": 101, "-inf": float("-inf")}.items():
     @case(S, f"max_node_loss {label}")
-    def _(tmp, value=value):
+    def hostile_case_19(tmp, value=value):
         dest = tmp / "topology.conf"
         dest.write_text("SwitchName=leaf Nodes=n[1-100]\n")
         try:
@@ -485,7 +489,7 @@ for label, text in {"garbage": "\x00\x01 not a topology file", "bad hostlist": "
                         f"- &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)),
                     "unreadable YAML": "- topology: [\n"}.items():
     @case(S, f"current file {label} fails closed")
-    def _(tmp, text=text):
+    def hostile_case_20(tmp, text=text):
         dest = tmp / "topology.conf"
         dest.write_text(text)
         try:
@@ -496,7 +500,7 @@ for label, text in {"garbage": "\x00\x01 not a topology file", "bad hostlist": "
 
 
 @case(S, "current file unreadable, force: true", expect="ok")
-def _(tmp):
+def hostile_case_21(tmp):
     dest = tmp / "topology.conf"
     dest.write_text("SwitchName=leaf Nodes=n[1-\n")
     render(tmp, dest=dest, force=True)
@@ -505,7 +509,7 @@ def _(tmp):
 
 
 @case(S, "empty result over a full file")
-def _(tmp):
+def hostile_case_22(tmp):
     dest = tmp / "topology.conf"
     dest.write_text("SwitchName=leaf Nodes=n[1-100]\n")
     return render(tmp, dest=dest, no_topology_switch="", model={"format": "aifactory.topology/v1",
@@ -568,7 +572,7 @@ case(H, "lambda API drips, retried until the discovery deadline")(lambda tmp: wi
                                        "api_url": server.url("/drip")}, {"token": "t"})))
 for fault in ("loop", "garbage", "bad-gzip", "cut-chunked", "deep-json"):
     @case(H, f"netq NMX {fault} only warns", expect="ok")
-    def _(tmp, fault=fault):
+    def hostile_case_23(tmp, fault=fault):
         from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq
         from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
         topology = Topology()

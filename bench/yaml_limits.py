@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the YAML safety scan costs: load the 100,000-node simulation model with and without it.
 
 ``_yaml.safe_load`` first walks the document's events (depth and alias-expansion limits,
@@ -35,7 +36,7 @@ def main():
             bench_run.write_model(path, args.nodes)
             text = path.read_text()
             timings = {"libyaml load only": [], "check_limits + load (safe_load)": [], "check_limits alone": []}
-            for _ in range(args.repeat):
+            for _round in range(args.repeat):
                 for label, call in (("libyaml load only", lambda: yaml.load(text, Loader=_yaml._LOADER)),
                                     ("check_limits + load (safe_load)", lambda: _yaml.safe_load(text)),
                                     ("check_limits alone", lambda: _yaml.check_limits(text))):

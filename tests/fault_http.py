@@ -43,7 +43,7 @@ def gzip_bomb(size=1 << 28):
     """``size`` zero bytes, gzip-compressed, produced without holding them in memory (built once)."""
     compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
     block = b"\0" * (1 << 20)
-    parts = [compressor.compress(block) for _ in range(size >> 20)]
+    parts = [compressor.compress(block) for _megabyte in range(size >> 20)]
     parts.append(compressor.flush())
     return b"".join(parts)
 

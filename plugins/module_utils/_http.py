@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import threading
 import time
 
@@ -256,7 +257,7 @@ def retry_after_seconds(value):
         seconds = float(value)
     except (TypeError, ValueError):
         return None
-    return seconds if seconds == seconds and seconds != float("inf") else None
+    return seconds if math.isfinite(seconds) else None
 
 
 def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep):
