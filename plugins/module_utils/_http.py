@@ -59,6 +59,12 @@ def remaining_time():
     return None if at is None else at - time.monotonic()
 
 
+def attempt_budget(timeout):
+    """Seconds one attempt may take: ``timeout``, less when the discovery deadline is nearer, 0 past it."""
+    left = remaining_time()
+    return timeout if left is None else max(0.0, min(timeout, left))
+
+
 def check_header_values(headers, what):
     """Header values (credentials among them) must be visible ASCII; errors never show the value.
 
@@ -179,12 +185,9 @@ class HttpClient:
 
     def _attempt(self, method, url, what, kwargs):
         """One request read to its end within ``timeout`` (and the discovery deadline)."""
-        budget = self.timeout
-        left = remaining_time()
-        if left is not None:
-            if left <= 0:
-                raise HttpError(f"{what}: the discovery deadline has passed")
-            budget = min(budget, left)
+        budget = attempt_budget(self.timeout)
+        if budget <= 0:
+            raise HttpError(f"{what}: the discovery deadline has passed")
         started = time.monotonic()
         try:
             return call_within(lambda: self._fetch(method, url, what, kwargs, started + budget), budget)

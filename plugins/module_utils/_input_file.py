@@ -30,7 +30,7 @@ def read_text(path, what, max_bytes=None):
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputFileError(f"{what} {path!r} is not a regular file ({_kind(info.st_mode)}); "
+            raise InputFileError(f"{what} {path!r} is not a regular file ({file_kind(info.st_mode)}); "
                                  "only regular files are read")
         if max_bytes is not None and info.st_size > max_bytes:
             raise InputFileError(f"{what} {path!r} is larger than {max_bytes} bytes")
@@ -52,7 +52,8 @@ def read_text(path, what, max_bytes=None):
         raise InputFileError(f"{what} {path!r} is not UTF-8 text (line {line}, byte {exc.start})") from None
 
 
-def _kind(mode):
+def file_kind(mode):
+    """What a non-regular file is, for messages: ``a FIFO``, ``a character device``, ..."""
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key, is_valid_label_value
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, credential_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._http import call_within, remaining_time
+from ansible_collections.aifactory.topology.plugins.module_utils._http import attempt_budget, call_within
 
 try:
     import urllib3
@@ -197,12 +197,9 @@ class K8sClient:
         method, url, headers = self.api.param_serialize(
             method, path, query_params=query_items or None, header_params=headers, auth_settings=["BearerToken"])[:3]
         what = f"{method} {path}"
-        budget = self.timeout
-        left = remaining_time()
-        if left is not None:
-            if left <= 0:
-                raise K8sError(f"{what}: the discovery deadline has passed")
-            budget = min(budget, left)
+        budget = attempt_budget(self.timeout)
+        if budget <= 0:
+            raise K8sError(f"{what}: the discovery deadline has passed")
 
         def call():
             response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=budget)

@@ -25,7 +25,9 @@ import stat
 import tempfile
 import time
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError
+from ansible_collections.aifactory.topology.plugins.module_utils._input_file import file_kind
 
 TEMP_MARK = ".aifactory-topology."
 LOCK_WAIT_SECONDS = 300.0
@@ -33,14 +35,6 @@ LOCK_WAIT_SECONDS = 300.0
 
 class FileWriteError(LocalFileError):
     """The destination could not be read, validated or replaced; it is left as it was."""
-
-
-def _kind(mode):
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def resolve_dest(dest):
@@ -54,7 +48,7 @@ def resolve_dest(dest):
         raise FileWriteError(f"cannot use {dest}: {exc.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
         shown = dest if target == dest else f"{dest} (a link to {target})"
-        raise FileWriteError(f"{shown} is {_kind(info.st_mode)}; only a regular file is ever replaced")
+        raise FileWriteError(f"{shown} is {file_kind(info.st_mode)}; only a regular file is ever replaced")
     return target
 
 
@@ -63,26 +57,14 @@ def read_text(path):
 
     Opened without blocking and checked on the descriptor: a FIFO or device is an error, never read.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as exc:
-        raise FileWriteError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FileWriteError(f"{path} is {_kind(info.st_mode)}; only a regular file is read or replaced")
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise FileWriteError(f"cannot read {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FileWriteError(f"{path} is not UTF-8 text (byte {exc.start}); it is not a file this module wrote") from None
+        return _input_file.read_text(path, "the destination")
+    except _input_file.InputFileError as exc:
+        if not os.path.exists(path):  # removed meanwhile, or a dangling link
+            return None
+        raise FileWriteError(f"{exc}; it is not a file this module wrote, so it is not replaced") from None
 
 
 @contextlib.contextmanager
