@@ -385,7 +385,7 @@ def yaml_scalar(value):
     In double quotes every character outside printable ASCII is escaped, so no line break
     (including U+0085, U+2028) is ever folded and no control character is written raw.
     """
-    if _YAML_PLAIN.match(value) and not _YAML_SPECIAL.match(value) and ": " not in value and not value.endswith(":"):
+    if _YAML_PLAIN.fullmatch(value) and not _YAML_SPECIAL.fullmatch(value) and ": " not in value and not value.endswith(":"):
         return value
     return '"' + "".join(_yaml_escape(char) for char in value) + '"'
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
@@ -68,6 +68,7 @@ def test_an_accepted_name_is_one_record_and_one_host_in_every_slurm_file(name):
 
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=60))
+@example("A\n")  # found by this test: Python's "$" matched before the trailing newline, "A" was written plain
 @settings(max_examples=500)
 def test_yaml_scalar_never_folds_or_alters_a_string(text):
     assert _yaml.safe_load("key: " + slurm.yaml_scalar(text)) == {"key": text}
