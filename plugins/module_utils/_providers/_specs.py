@@ -32,8 +32,10 @@ ACCELERATOR = {
                    "description": "`nvidia_smi` (or Topograph's spelling `nvidia-smi`); `none` turns it off."},
         "nvidia_smi": {"type": "dict",
                        "description": "Node to the output of `nvidia-smi --query-gpu=fabric.clusterUuid,"
-                                      "fabric.cliqueId --format=csv,noheader` there, or its registered result "
-                                      "(`stdout` is read). Required unless `source` is `none`."},
+                                      "fabric.cliqueId --format=csv,noheader` there, its registered result "
+                                      "(`stdout` is read), or the node's `topology_node` fact from "
+                                      "`aifactory.topology.topology_facts` (or its `nvlink` part); facts without a "
+                                      "clique fail the run naming the node. Required unless `source` is `none`."},
     },
 }
 
@@ -133,6 +135,10 @@ INFINIBAND_PARAMS = _with_accelerator({
     "node_map": {"type": "dict",
                  "description": "HCA GUID (`H-<guid>`, `0x<guid>` or `<guid>`) or described host name to node name, for "
                                 "HCAs whose node description does not carry the node's name."},
+    "node_facts": {"type": "dict",
+                   "description": "Node to its `topology_node` fact from `aifactory.topology.topology_facts`: every HCA "
+                                  "GUID the node found in its sysfs is that node's, whatever the HCA's description says "
+                                  "(`node_map` wins where both name one HCA; a GUID in two nodes' facts is an error)."},
 })
 
 NETQ_PARAMS = _with_accelerator(dict({

@@ -29,7 +29,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _check_keys, _expand
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\[[^\]]*\])?(?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]')
@@ -39,6 +40,7 @@ _SWITCH_NAME = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # "MF0;<name>:MQM9701/U1
 _GUID = re.compile(r"^(?:[Hh]-|0[xX])?([0-9a-fA-F]{16})$")
 # Names a host reports before it is configured; never a cluster node.
 _PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain"})
+PARAMS_SPEC, CREDS_SPEC = _specs.INFINIBAND_PARAMS, {}
 
 
 class _Device:
@@ -146,14 +148,9 @@ def _outputs(params):
     """(source, text) for every output, identical ones (bar the ``#`` header) once."""
     found = []
     outputs = params.get("ibnetdiscover") or {}
-    if not isinstance(outputs, dict):
-        raise TopologyError("params.ibnetdiscover must map a node to the output of ibnetdiscover on it")
     for node, value in outputs.items():
         found.append((f"ibnetdiscover output of {node}", command_output(value, f"params.ibnetdiscover.{node}")))
     files = params.get("ibnetdiscover_files") or []
-    files = [files] if isinstance(files, str) else files
-    if not isinstance(files, list):
-        raise TopologyError("params.ibnetdiscover_files must be a path or a list of paths")
     for path in files:
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -173,11 +170,8 @@ def _outputs(params):
 
 
 def discover(params, creds, warn):
-    _check_keys(params, {"ibnetdiscover", "ibnetdiscover_files", "nodes", "node_map", "node_facts"}, "infiniband params")
     wanted = set(_expand(params.get("nodes"), "params.nodes")) if params.get("nodes") is not None else None
     node_map = params.get("node_map") or {}
-    if not isinstance(node_map, dict):
-        raise TopologyError("params.node_map must map an HCA GUID or described host name to a node name")
     guids = facts_node_map(params.get("node_facts"))
     guids.update({_guid_key(str(k)): str(v) for k, v in node_map.items()})
     fabric = Fabric()

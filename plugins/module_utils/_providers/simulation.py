@@ -15,11 +15,12 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"
-
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+PARAMS_SPEC, CREDS_SPEC = _specs.SIMULATION_PARAMS, {}
 
 
 def load_model_file(path):
@@ -35,9 +36,7 @@ def load_model_file(path):
 
 
 def discover(params, creds, warn):
-    path = params.get("model_path")
-    if not path:
-        raise TopologyError("the simulation provider needs params.model_path")
+    path = params["model_path"]
     topology = from_model(load_model_file(path), source=str(path))
     # Topograph's oci-sim prints normalised switch names (switch.<tier>.<n>) in topology.conf.
     return normalize_switch_names(topology) if params.get("normalize_switch_names") else topology

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 
+import kubernetes.config
 import pytest
 import yaml
 
@@ -46,9 +47,9 @@ def no_in_cluster(monkeypatch):
 
     def load_incluster_config(**kwargs):
         calls.append(kwargs)
-        raise _k8s.k8s_config.ConfigException("not in a pod")
+        raise kubernetes.config.ConfigException("not in a pod")
 
-    monkeypatch.setattr(_k8s.k8s_config, "load_incluster_config", load_incluster_config)
+    monkeypatch.setattr(kubernetes.config, "load_incluster_config", load_incluster_config)
     return calls
 
 
