@@ -127,11 +127,15 @@ class ModuleRunner:
                 "block_naming": "topograph", "header": "", "dest": str(dest)}
         if plugin == "topology/block":
             args["block_sizes"] = BLOCK_SIZES
-        playbook = self.work / "playbook.json"
-        playbook.write_text(json.dumps([{"name": "bench", "hosts": "localhost", "gather_facts": False,
-                                         "tasks": [{"name": "slurm_topology", FQCN: args}]}]), encoding="utf-8")
         if dest.exists():
             dest.unlink()
+        return self.task(FQCN, args)
+
+    def task(self, module, args):
+        """(wall s, cpu s, max RSS KB) of the module process of one task."""
+        playbook = self.work / "playbook.json"
+        playbook.write_text(json.dumps([{"name": "bench", "hosts": "localhost", "gather_facts": False,
+                                         "tasks": [{"name": "bench", module: args}]}]), encoding="utf-8")
         if self.record.exists():
             self.record.unlink()
         done = subprocess.run([self.playbook, "-i", "localhost,", "-c", "local",
@@ -193,6 +197,13 @@ def main(argv=None):
         print(f"machine: {info['nproc']} CPUs, {info['cpu_model']}; python {info['python']}, "
               f"ansible-core {info['ansible_core']}, PyYAML {info['pyyaml']}; load average {info['loadavg_at_start']}")
         print(f"topograph driver: {driver}")
+        # The floor of any Python module as Ansible runs it: interpreter start-up, the AnsiballZ
+        # wrapper and ansible.module_utils.basic (imported from the payload zip, compiled each run).
+        floor = [module.task("ansible.builtin.ping", {}) for _attempt in range(options.repeat)]
+        floor = {"wall_s": stats([v[0] for v in floor]), "cpu_s": stats([v[1] for v in floor]),
+                 "max_rss_mb": round(max(v[2] for v in floor) / 1024.0, 1)}
+        print(f"ansible.builtin.ping module process (the floor of any module): wall {floor['wall_s']['median']:.3f} s "
+              f"cpu {floor['cpu_s']['median']:.3f} s {floor['max_rss_mb']:.0f} MB")
         cases = []
         for nodes in sizes:
             model = work / f"model-{nodes}.yaml"
@@ -230,7 +241,8 @@ def main(argv=None):
         results = {
             "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(["python", "bench/topograph.py"] + (argv if argv is not None else sys.argv[1:])),
-            "repeat": options.repeat, "machine": info, "loadavg_at_end": bench_run.loadavg(), "cases": cases,
+            "repeat": options.repeat, "machine": info, "loadavg_at_end": bench_run.loadavg(),
+            "ping_module_process": floor, "cases": cases,
         }
         results_path = Path(options.results)
         results_path.parent.mkdir(parents=True, exist_ok=True)

@@ -97,11 +97,14 @@ def from_model(model, source="model"):
         for switch_id in reversed(topo.path(switch)) if switch else ():
             labels.update(labels_of.get(switch_id, {}))
         labels.update(_mapping(block.get("labels"), f"{where}.labels"))
+        # Once per block, not per node: add_node copies the labels.
+        labels = {str(k): str(v) for k, v in labels.items()}
+        domain = annotations.get(DOMAIN_ANNOTATION) or None
+        sub_domain = annotations.get(SUB_DOMAIN_ANNOTATION) or None
+        source = f"{where}.nodes"
         for name in names:
             if name in seen_in_block:
                 raise TopologyError(f"node {name!r} is in two blocks: blocks[{seen_in_block[name]}] and blocks[{index}]")
             seen_in_block[name] = index
-            topo.add_node(name, switch, annotations.get(DOMAIN_ANNOTATION) or None,
-                          annotations.get(SUB_DOMAIN_ANNOTATION) or None,
-                          {str(k): str(v) for k, v in labels.items()}, source=f"{where}.nodes")
+            topo.add_node(name, switch, domain, sub_domain, labels, source=source)
     return topo
