@@ -176,7 +176,10 @@ def expected_files():
     """{path: the text it must have}."""
     providers = _registry()
     expected = {}
-    for provider in providers.values():
+    # nvidia_smi.md documents params.accelerator, which every provider takes.
+    accelerator = next(iter(providers.values()))._replace(params={"accelerator": providers["simulation"].params["accelerator"]},
+                                                          creds={}, doc="nvidia_smi.md")
+    for provider in list(providers.values()) + [accelerator]:
         path = DOCS / provider.doc
         current = expected.get(path, path.read_text(encoding="utf-8"))
         expected[path] = page_text(current, provider, path)
