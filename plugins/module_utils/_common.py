@@ -15,7 +15,7 @@ PROVIDER_ARG_SPEC = {
     "provider": {
         "type": "dict",
         "options": {
-            "name": {"type": "str", "required": True},
+            "name": {"type": "str", "required": True, "choices": list(_providers.PROVIDERS)},
             "params": {"type": "dict", "default": {}},
             "creds": {"type": "dict", "default": {}, "no_log": True},
         },

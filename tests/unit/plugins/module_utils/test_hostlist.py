@@ -100,7 +100,7 @@ def test_compress_same_width_fast_path_equals_the_general_runs():
     generator = random.Random(8)
     for _case in range(500):
         width = generator.randint(1, 4)
-        digits = {str(generator.randint(0, min(10 ** width - 1, 60))).zfill(width) for _ in range(generator.randint(1, 30))}
+        digits = {str(generator.randint(0, min(10 ** width - 1, 60))).zfill(width) for _index in range(generator.randint(1, 30))}
         assert sorted(hostlist._same_width_runs(digits)) == sorted(hostlist._runs(digits)), digits
     assert hostlist._same_width_runs({"9", "10"}) is None  # mixed widths take the general path
     assert hostlist.compress(["n9", "n10", "n08", "n07"]) == "n[07-08,9-10]"

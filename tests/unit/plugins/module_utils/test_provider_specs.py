@@ -145,7 +145,7 @@ def test_the_doc_fragment_lists_every_provider_key_and_the_name_choices():
 
 def test_discover_validates_before_it_loads_the_provider(monkeypatch):
     loaded = []
-    monkeypatch.setattr(_providers, "load", lambda name: loaded.append(name))
+    monkeypatch.setattr(_providers, "load", loaded.append)
     with pytest.raises(TopologyError, match="provider aws: params: missing required arguments: instances"):
         _providers.discover("aws", {})
     assert not loaded
