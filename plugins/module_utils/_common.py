@@ -63,12 +63,16 @@ def warning_collector(module):
     return warn, warnings
 
 
-def load_topology(module):
-    """The validated Topology from ``provider`` (discovery) or ``model`` (compact form)."""
+def load_topology(module, warn=None):
+    """The validated Topology from ``provider`` (discovery) or ``model`` (compact form).
+
+    ``warn`` receives the provider's warnings: a module with a summary passes the ``warn`` of its
+    ``warning_collector`` so they reach ``summary.warnings``; the default shows them only.
+    """
     if module.params.get("model") is not None:
         return Topology.from_compact(module.params["model"])
     provider = module.params["provider"]
-    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=module.warn)
+    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn or module.warn)
 
 
 def load_model_file(path):

@@ -182,3 +182,21 @@ def test_topology_graph_writes_json_idempotently(run, tmp_path):
     assert first["changed"] is True and first["diff"]["before_header"] == "/dev/null"
     assert json.loads(dest.read_text())["instances"][0] == {"id": "I21", "network_layers": ["S2", "S1"]}
     assert run(topology_graph, args)["changed"] is False
+
+
+# An nvidia-smi output for a node the inventory does not have: the provider warns about it.
+WARNING_PROVIDER = {"provider": {"name": "inventory", "params": {
+    "domains": [{"name": "rack1", "nodes": "gpu[1-2]"}],
+    "accelerator": {"nvidia_smi": {"gpu9": "11111111-2222-3333-4444-555555555555, 1\n"}}}}}
+
+
+@pytest.mark.parametrize("module, args", [
+    (slurm_topology, dict(WARNING_PROVIDER, plugin="topology/tree")),
+    (topology_info, WARNING_PROVIDER),
+])
+def test_provider_warnings_reach_the_summary_and_the_warning_stream(run, module, args):
+    result = run(module, args)
+    assert not result["failed"], result
+    provider_warnings = [text for text in result["summary"]["warnings"] if "nvidia-smi output are not in the" in text]
+    assert len(provider_warnings) == 1 and "gpu9" in provider_warnings[0]
+    assert result["summary"]["warnings"] == result["warnings"]
