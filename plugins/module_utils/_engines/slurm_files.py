@@ -60,7 +60,11 @@ def parse_partition_nodes(partition, scontrol_output):
         return []
     if value == "ALL":
         return None
-    return hostlist.expand(value)
+    try:
+        return hostlist.expand(value)
+    except hostlist.HostlistError as exc:
+        raise TopologyError(f"partition {partition!r}: scontrol printed Nodes={value}, which is not a hostlist: "
+                            f"{exc}") from None
 
 
 def render(topology, params, resolve_partition, warn, skeleton=False):

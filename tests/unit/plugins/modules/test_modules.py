@@ -129,6 +129,7 @@ def test_topology_yaml_with_partition_resolved_by_scontrol(run, tmp_path):
                         "case \"$4\" in\n"
                         "  gpu) echo 'PartitionName=gpu AllowGroups=ALL Nodes=node[1101-1118,1201-1218] State=UP';;\n"
                         "  cpu) echo 'PartitionName=cpu Nodes=ALL';;\n"
+                        "  odd) echo 'PartitionName=odd Nodes=node[1-';;\n"
                         "  *) echo \"slurm_load_partitions: Invalid partition name specified\" >&2; exit 1;;\n"
                         "esac\n")
     scontrol.chmod(0o755)
@@ -146,6 +147,11 @@ def test_topology_yaml_with_partition_resolved_by_scontrol(run, tmp_path):
                                                                 "cluster_default": True}},
                                        scontrol_path=str(scontrol)))
     assert missing["failed"] and "cannot read partition 'gone' with scontrol: slurm_load_partitions" in missing["msg"]
+    odd = run(slurm_topology, dict(NVL72, topologies={"x": {"plugin": "topology/tree", "partition": "odd",
+                                                            "cluster_default": True}},
+                                   scontrol_path=str(scontrol), dest=str(tmp_path / "odd.yaml")))
+    assert odd["failed"] and "partition 'odd': scontrol printed Nodes=node[1-, which is not a hostlist" in odd["msg"]
+    assert not (tmp_path / "odd.yaml").exists()
 
 
 @pytest.mark.parametrize("output, expected", [
