@@ -27,3 +27,15 @@ class RemoteAPIError(AifactoryTopologyError):
 
 class LocalFileError(AifactoryTopologyError):
     """A local file that could not be read or written; the message names the file."""
+
+
+def unknown_keys_message(where, unknown, known):
+    """The one wording of an unknown-key error: the place, the keys, the keys known there (never values)."""
+    return f"{where} has unknown keys: {', '.join(sorted(map(str, unknown)))}; known: {', '.join(sorted(known))}"
+
+
+def check_known_keys(mapping, known, where):
+    """A TopologyError when ``mapping`` has a key outside ``known``."""
+    unknown = [key for key in mapping if key not in known]
+    if unknown:
+        raise TopologyError(unknown_keys_message(where, unknown, known))

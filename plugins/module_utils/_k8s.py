@@ -20,7 +20,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key, is_valid_label_value
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, check_known_keys
 
 # The kubernetes library takes about 0.3 s to import: it is imported when a client is built, not
 # by every module that imports this one (slurm_topology reaches it through _common).
@@ -75,10 +75,7 @@ def resolve_auth(options, environ=None):
     """Auth options with ``K8S_AUTH_*`` fallbacks; bool strings as kubernetes.core reads them."""
     environ = os.environ if environ is None else environ
     aliases = {alias: name for name, (spec, _env) in AUTH_OPTIONS.items() for alias in spec.get("aliases", [])}
-    unknown = [key for key in options if key not in AUTH_OPTIONS and key not in aliases]
-    if unknown:
-        raise TopologyError(f"unknown Kubernetes auth options: {', '.join(sorted(unknown))}; "
-                            f"known: {', '.join(AUTH_OPTIONS)}")
+    check_known_keys(options, set(AUTH_OPTIONS) | set(aliases), "the Kubernetes auth options")
     given = {aliases.get(key, key): value for key, value in options.items() if value not in (None, "")}
     auth = {}
     for name, (spec, env_names) in AUTH_OPTIONS.items():

@@ -11,7 +11,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys
 
 DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
@@ -29,9 +29,7 @@ def build_specs(topologies, resolve_partition):
         settings = settings or {}
         if not isinstance(settings, dict):
             raise TopologyError(f"{where} must be a mapping")
-        unknown = set(settings) - TOPOLOGY_KEYS
-        if unknown:
-            raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(unknown))}")
+        check_known_keys(settings, TOPOLOGY_KEYS, where)
         if settings.get("nodes") and settings.get("partition"):
             raise TopologyError(f"{where}: set nodes or partition, not both")
         nodes = None

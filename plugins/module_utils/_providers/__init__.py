@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, unknown_keys_message
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
 REDACTED = "********"
@@ -26,9 +26,9 @@ def _unknown_keys(value, spec, where, found):
     known = set(spec)
     for option in spec.values():
         known.update(option.get("aliases") or ())
-    unknown = sorted(str(key) for key in value if key not in known)
+    unknown = [key for key in value if key not in known]
     if unknown:
-        found.append((where, unknown, sorted(spec)))
+        found.append((where, unknown, spec))
     for key, option in spec.items():
         options, item = option.get("options"), value.get(key)
         if not options or item is None:
@@ -55,8 +55,7 @@ def _validated(name, section, value, spec):
         value = {}
     if not isinstance(value, dict):
         raise TopologyError(f"provider {name}: {section} must be a mapping, got {type(value).__name__}")
-    messages = [f"{where} has unknown keys: {', '.join(unknown)}; known: {', '.join(known)}"
-                for where, unknown, known in _unknown_keys(value, spec, section, [])]
+    messages = [unknown_keys_message(where, unknown, known) for where, unknown, known in _unknown_keys(value, spec, section, [])]
     result = ArgumentSpecValidator(spec).validate(value)
     # Unknown keys are reported above, per level, with the keys known there. The validator's own
     # messages may quote a value: in creds every value given is masked.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 PARAMS_SPEC, CREDS_SPEC = _specs.INVENTORY_PARAMS, {}
@@ -40,21 +40,14 @@ def _list_of_mappings(value, where):
     return value
 
 
-def _check_keys(item, allowed, where):
-    # Switch and host entries take two forms, which an argument spec cannot say; checked here.
-    extra = set(item) - allowed
-    if extra:
-        raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(map(str, extra)))}; "
-                            f"known: {', '.join(sorted(allowed))}")
-
-
 def discover(params, creds, warn):
     topo = Topology()
     switches = params.get("switches") or {}
     for switch_id, spec in switches.items():
         where = f"params.switches.{switch_id}"
         if isinstance(spec, dict):
-            _check_keys(spec, {"parent", "name"}, where)
+            # Switch and host entries take two forms, which an argument spec cannot say: checked here.
+            check_known_keys(spec, {"parent", "name"}, where)
             topo.add_switch(str(switch_id), spec.get("parent"), spec.get("name"), source=where)
         elif spec is None or isinstance(spec, str):
             topo.add_switch(str(switch_id), spec, source=where)
@@ -87,6 +80,6 @@ def discover(params, creds, warn):
         spec = spec or {}
         if not isinstance(spec, dict):
             raise TopologyError(f"{where} must be a mapping")
-        _check_keys(spec, {"domain", "switch", "sub_domain"}, where)
+        check_known_keys(spec, {"domain", "switch", "sub_domain"}, where)
         topo.add_node(str(host), spec.get("switch"), spec.get("domain"), spec.get("sub_domain"), source=where)
     return topo

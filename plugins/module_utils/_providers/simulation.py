@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys
 from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
@@ -52,9 +52,7 @@ def _mapping(value, where):
 
 def from_model(model, source="model"):
     model = _mapping(model, source)
-    unknown = set(model) - {"switches", "blocks"}
-    if unknown:
-        raise TopologyError(f"{source}: unknown top-level keys {', '.join(sorted(map(str, unknown)))}")
+    check_known_keys(model, {"switches", "blocks"}, source)
     topo = Topology()
     switches = _mapping(model.get("switches"), f"{source}: switches")
     labels_of = {}

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
-from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs, load, validate
 
 from ...conftest_paths import REPO

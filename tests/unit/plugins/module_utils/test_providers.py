@@ -43,7 +43,7 @@ def test_simulation_maps_paths_domains_and_labels():
      "switch cycle"),
     ({"switches": {"a": {"name": "b"}}, "blocks": [{"nodes": ["n1"]}]}, "name 'b' must equal the switch id"),
     ({"blocks": []}, "declares no blocks"),
-    ({"switch": {}}, "unknown top-level keys switch"),
+    ({"switch": {}}, "model has unknown keys: switch; known: blocks, switches"),
 ])
 def test_simulation_errors_name_the_offender(model, message):
     with pytest.raises(TopologyError, match=message):
