@@ -116,8 +116,7 @@ class ModuleRunner:
         self.env = dict(os.environ)
         self.env.update({
             "ANSIBLE_CONFIG": str(cfg), "ANSIBLE_COLLECTIONS_PATH": str(coll_root), "ANSIBLE_NOCOLOR": "1",
-            "PYTHONPATH": os.pathsep.join([str(coll_root)] + ([self.env["PYTHONPATH"]]
-                                                               if self.env.get("PYTHONPATH") else [])),
+            "PYTHONPATH": os.pathsep.join([str(coll_root)] + ([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else [])),
         })
         self.playbook = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable) + os.pathsep
                                      + self.env.get("PATH", ""))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Generate the provider parameter documentation from the provider specs.
@@ -19,6 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -105,8 +105,11 @@ def _rst(text):
     return re.sub(r"`([^`]+)`", r"C(\1)", text)
 
 
-def _yaml_string(text):
-    return "'" + text.replace("'", "''") + "'"
+def _item(text):
+    """A YAML list item holding ``text`` as a single-quoted string, wrapped to fit the line length."""
+    lines = textwrap.wrap("'" + text.replace("'", "''") + "'", width=110, break_long_words=False,
+                          break_on_hyphens=False)
+    return "          - " + "\n            ".join(lines)
 
 
 def _key_list(spec):
@@ -134,7 +137,7 @@ def fragment_block(providers):
         "          - The provider; its parameters are documented in docs/providers/ of the collection.",
     ]
     for name, provider in providers.items():
-        lines.append(f"          - {_yaml_string(f'V({name}) {provider.summary} (docs/providers/{provider.doc}).')}")
+        lines.append(_item(f"V({name}) {provider.summary} (docs/providers/{provider.doc})."))
     lines += [
         "        type: str",
         "        required: true",
@@ -147,7 +150,7 @@ def fragment_block(providers):
     ]
     for name, provider in providers.items():
         keys = {key: option for key, option in provider.params.items() if key != "accelerator"}
-        lines.append(f"          - {_yaml_string(f'For V({name}): {_key_list(keys)}.')}")
+        lines.append(_item(f"For V({name}): {_key_list(keys)}."))
     lines += [
         "        type: dict",
         "        default: {}",
@@ -157,7 +160,7 @@ def fragment_block(providers):
     ]
     for name, provider in providers.items():
         if provider.creds:
-            lines.append(f"          - {_yaml_string(f'For V({name}): {_key_list(provider.creds)}.')}")
+            lines.append(_item(f"For V({name}): {_key_list(provider.creds)}."))
     lines += [
         "        type: dict",
         "        default: {}",

@@ -27,7 +27,8 @@ options:
           - 'V(nebius) reads Nebius compute instances'' InfiniBand topology paths over gRPC (docs/providers/nebius.md).'
           - 'V(nscale) reads the Nscale Radar topology API (docs/providers/nscale.md).'
           - 'V(dra) reads accelerator domains from a Kubernetes node label (docs/providers/dra.md).'
-          - 'V(node_labels) reads fabric tiers and domains back from Kubernetes node labels (docs/providers/node_labels.md).'
+          - 'V(node_labels) reads fabric tiers and domains back from Kubernetes node labels
+            (docs/providers/node_labels.md).'
         type: str
         required: true
         choices: [simulation, inventory, infiniband, netq, aws, gcp, oci, lambda, nebius, nscale, dra, node_labels]
@@ -39,15 +40,36 @@ options:
           - 'For V(simulation): C(model_path) (required), C(normalize_switch_names) (default false).'
           - 'For V(inventory): C(domains), C(switches), C(nodes), C(hosts).'
           - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map).'
-          - 'For V(netq): C(api_url) (required), C(nmx_url), C(nmx) (default true), C(nodes), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle).'
-          - 'For V(aws): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle), C(endpoint_url), C(profile).'
-          - 'For V(gcp): C(instances) (required), C(page_size) (default 500), C(trim_tiers) (default 0), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle), C(project_id), C(api_url) (default https://compute.googleapis.com), C(metadata_url) (default http://metadata.google.internal).'
-          - 'For V(oci): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle), C(compartment_id), C(identity_url) (default https://identity.{region}.oraclecloud.com), C(compute_url) (default https://iaas.{region}.oraclecloud.com), C(concurrency) (default 8).'
-          - 'For V(lambda): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle), C(workspace_id), C(api_url) (default https://cloud.lambda.ai).'
-          - 'For V(nebius): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle), C(project_id), C(endpoint) (default compute.api.nebius.cloud:443), C(tls) (default true).'
-          - 'For V(nscale): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout) (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300), C(validate_certs) (default true), C(ca_bundle), C(api_url) (required), C(organization).'
-          - 'For V(dra): C(node_selector), C(instance_annotation) (default topograph.run/instance), C(request_timeout) (default 60), C(label) (default nvidia.com/gpu.clique).'
-          - 'For V(node_labels): C(node_selector), C(instance_annotation) (default topograph.run/instance), C(request_timeout) (default 60), C(fabric_labels), C(accelerator_label), C(sub_domain_label).'
+          - 'For V(netq): C(api_url) (required), C(nmx_url), C(nmx) (default true), C(nodes), C(timeout) (default 30),
+            C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle).'
+          - 'For V(aws): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
+            (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle), C(endpoint_url), C(profile).'
+          - 'For V(gcp): C(instances) (required), C(page_size) (default 500), C(trim_tiers) (default 0), C(timeout)
+            (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle), C(project_id), C(api_url) (default
+            https://compute.googleapis.com), C(metadata_url) (default http://metadata.google.internal).'
+          - 'For V(oci): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
+            (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle), C(compartment_id), C(identity_url) (default
+            https://identity.{region}.oraclecloud.com), C(compute_url) (default https://iaas.{region}.oraclecloud.com),
+            C(concurrency) (default 8).'
+          - 'For V(lambda): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout)
+            (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle), C(workspace_id), C(api_url) (default
+            https://cloud.lambda.ai).'
+          - 'For V(nebius): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout)
+            (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle), C(project_id), C(endpoint) (default
+            compute.api.nebius.cloud:443), C(tls) (default true).'
+          - 'For V(nscale): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
+            (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
+            C(validate_certs) (default true), C(ca_bundle), C(api_url) (required), C(organization).'
+          - 'For V(dra): C(node_selector), C(instance_annotation) (default topograph.run/instance), C(request_timeout)
+            (default 60), C(label) (default nvidia.com/gpu.clique).'
+          - 'For V(node_labels): C(node_selector), C(instance_annotation) (default topograph.run/instance),
+            C(request_timeout) (default 60), C(fabric_labels), C(accelerator_label), C(sub_domain_label).'
         type: dict
         default: {}
       creds:
@@ -60,8 +82,10 @@ options:
           - 'For V(lambda): C(token), C(workspace_id).'
           - 'For V(nebius): C(iam_token).'
           - 'For V(nscale): C(token), C(organization).'
-          - 'For V(dra): C(kubeconfig), C(context), C(host), C(api_key), C(validate_certs), C(ca_cert), C(client_cert), C(client_key).'
-          - 'For V(node_labels): C(kubeconfig), C(context), C(host), C(api_key), C(validate_certs), C(ca_cert), C(client_cert), C(client_key).'
+          - 'For V(dra): C(kubeconfig), C(context), C(host), C(api_key), C(validate_certs), C(ca_cert), C(client_cert),
+            C(client_key).'
+          - 'For V(node_labels): C(kubeconfig), C(context), C(host), C(api_key), C(validate_certs), C(ca_cert),
+            C(client_cert), C(client_key).'
         type: dict
         default: {}
   # END provider

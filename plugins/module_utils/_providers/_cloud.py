@@ -22,6 +22,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._http import Ht
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
+
 def requested_instances(params, provider, require_region=True):
     """``params.instances`` as ``[(region, {instance id: node name})]``, validated.
 

@@ -103,7 +103,8 @@ def test_bad_input_fails_with_the_field_and_writes_nothing(run, tmp_path):
     dest = tmp_path / "topology.conf"
     cases = [
         (dict(BLOCK, block_sizes=[18, 54]), "block_sizes[1] = 54 must be the base size 18 times a power of two"),
-        ({"provider": {"name": "nope"}}, "value of name must be one of: simulation, inventory, infiniband, netq, aws, gcp, oci, lambda, nebius, nscale, dra, node_labels, got: nope"),
+        ({"provider": {"name": "nope"}}, "value of name must be one of: simulation, inventory, infiniband, netq, aws, gcp, "
+                                         "oci, lambda, nebius, nscale, dra, node_labels, got: nope"),
         ({"model": {"format": "aifactory.topology/v1", "nodes": [{"nodes": "n[2-1]"}]}}, "model.nodes[0].nodes"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat"}}), "exactly one topology must set cluster_default"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat", "cluster_default": True, "partiton": "x"}}),
