@@ -39,7 +39,7 @@ options:
           - Every provider takes C(accelerator), NVLink domains from nvidia-smi (docs/providers/nvidia_smi.md).
           - 'For V(simulation): C(model_path) (required), C(normalize_switch_names) (default false).'
           - 'For V(inventory): C(domains), C(switches), C(nodes), C(hosts).'
-          - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map).'
+          - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map), C(node_facts).'
           - 'For V(netq): C(api_url) (required), C(nmx_url), C(nmx) (default true), C(nodes), C(timeout) (default 30),
             C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle).'

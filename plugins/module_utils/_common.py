@@ -9,7 +9,6 @@ import copy
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers, _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
 
 PROVIDER_ARG_SPEC = {
     "provider": {
@@ -87,4 +86,7 @@ def load_model_file(path):
         raise TopologyError(f"model file {path} is neither JSON nor YAML: {exc}") from None
     if isinstance(data, dict) and "format" in data:
         return Topology.from_compact(data)
+    # Imported here, as _providers imports providers: only where a model file is read.
+    # pylint: disable-next=import-outside-toplevel
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
     return simulation.from_model(data, source=str(path)).validate()
