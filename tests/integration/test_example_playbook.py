@@ -9,7 +9,6 @@ input fails with the field named and writes nothing.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 
