@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from tests.integration.ansible_run import REPO, recap, run_playbook
+from tests.ansible_run import REPO, recap, run_playbook
 
 pytestmark = pytest.mark.playbook
 
