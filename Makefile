@@ -57,7 +57,7 @@ COMPAT_VENVS := $(ROOT)/.venv-compat
 COMPAT_SANITY_SKIP := --skip-test empty-init
 
 .PHONY: help setup venv link system-packages testbed k8s-testbed example test units integration \
-        sanity lint build compat release-notes bench clean images molecule
+        sanity lint build compat release-notes bench bench-topograph clean images molecule
 # Molecule scenarios of `make molecule` (molecule/<name>), in order.
 MOLECULE_SCENARIOS := slurm_cluster imex
 
@@ -66,7 +66,7 @@ help:
 	@echo "make test         set up, then run: $(TEST_STEPS)"
 	@echo "make setup        .venv, .collections link, Debian packages, the Slurm chroot (root) and the"
 	@echo "                  Kubernetes test bed (kube-apiserver, kube-scheduler, etcd; needs Go)"
-	@echo "make units | integration | sanity | lint | build | compat | molecule | images | release-notes | bench | clean"
+	@echo "make units | integration | sanity | lint | build | compat | molecule | images | release-notes | bench | bench-topograph | clean"
 
 ## Setup ------------------------------------------------------------------------------
 
@@ -324,6 +324,10 @@ release-notes: venv
 
 bench: venv link
 	cd "$(ROOT)" && PYTHONPATH="$(COLLECTIONS)" "$(VENV)/bin/python" bench/run.py
+
+# Against NVIDIA Topograph: TOPOGRAPH_DRIVER=<driver binary or its Go source dir> (skips without it).
+bench-topograph: venv link
+	cd "$(ROOT)" && PATH="$(VENV)/bin:$$PATH" PYTHONPATH="$(COLLECTIONS)" "$(VENV)/bin/python" bench/topograph.py
 
 # Never touches the Slurm chroot or the Kubernetes binaries cached in $(SLURM_CACHE).
 clean:

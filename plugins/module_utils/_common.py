@@ -9,13 +9,12 @@ import copy
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers, _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
 
 PROVIDER_ARG_SPEC = {
     "provider": {
         "type": "dict",
         "options": {
-            "name": {"type": "str", "required": True},
+            "name": {"type": "str", "required": True, "choices": list(_providers.PROVIDERS)},
             "params": {"type": "dict", "default": {}},
             "creds": {"type": "dict", "default": {}, "no_log": True},
         },
@@ -63,12 +62,16 @@ def warning_collector(module):
     return warn, warnings
 
 
-def load_topology(module):
-    """The validated Topology from ``provider`` (discovery) or ``model`` (compact form)."""
+def load_topology(module, warn=None):
+    """The validated Topology from ``provider`` (discovery) or ``model`` (compact form).
+
+    ``warn`` receives the provider's warnings: a module with a summary passes the ``warn`` of its
+    ``warning_collector`` so they reach ``summary.warnings``; the default shows them only.
+    """
     if module.params.get("model") is not None:
         return Topology.from_compact(module.params["model"])
     provider = module.params["provider"]
-    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=module.warn)
+    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn or module.warn)
 
 
 def load_model_file(path):
@@ -83,4 +86,7 @@ def load_model_file(path):
         raise TopologyError(f"model file {path} is neither JSON nor YAML: {exc}") from None
     if isinstance(data, dict) and "format" in data:
         return Topology.from_compact(data)
+    # Imported here, as _providers imports providers: only where a model file is read.
+    # pylint: disable-next=import-outside-toplevel
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
     return simulation.from_model(data, source=str(path)).validate()

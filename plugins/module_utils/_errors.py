@@ -48,3 +48,18 @@ def credential_problem(value):
         if not " " <= char <= "~":
             return "contains a control or non-ASCII character"
     return None
+
+
+def unknown_keys_message(where, unknown, known):
+    """The one wording of an unknown-key error: the place, the keys, the keys known there (never values)."""
+    names = sorted(str(key) for key in unknown)
+    shown = ", ".join(name if len(name) <= 60 else f"{name[:60]}... ({len(name)} characters)" for name in names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return f"{where} has unknown keys: {shown}{more}; known: {', '.join(sorted(known))}"
+
+
+def check_known_keys(mapping, known, where):
+    """A TopologyError when ``mapping`` has a key outside ``known``."""
+    unknown = [key for key in mapping if key not in known]
+    if unknown:
+        raise TopologyError(unknown_keys_message(where, unknown, known))

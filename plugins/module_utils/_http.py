@@ -8,13 +8,16 @@ TLS verification turned off. Every provider that speaks HTTP goes through this c
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import threading
 import time
 
+from ansible_collections.aifactory.topology.plugins.module_utils._deadline import (
+    attempt_budget,
+    call_within,
+    remaining_time,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, clip, credential_problem
 
 try:
@@ -27,8 +30,6 @@ except ImportError:  # pragma: no cover - exercised only where requests is missi
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # A decoded body larger than this is refused (a gzip bomb or a runaway server), not held in memory.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-# Default total time of one discovery (every request, retry and wait of it), in seconds.
-DEFAULT_DISCOVERY_TIMEOUT = 600.0
 # 500,000 instances at 100 a page; a server that pages forever is stopped here (or by the deadline).
 MAX_PAGES = 5_000
 _CHUNK = 64 * 1024
@@ -36,33 +37,6 @@ _CHUNK = 64 * 1024
 
 class HttpError(RemoteAPIError):
     """An API that could not be used; the message names the method, URL and what went wrong."""
-
-
-# The deadline of the discovery in progress (time.monotonic() value), set by discovery_deadline().
-_deadline = {"at": None}
-
-
-@contextlib.contextmanager
-def discovery_deadline(seconds):
-    """Bound every request, retry and backoff inside the block to ``seconds`` in total."""
-    previous = _deadline["at"]
-    _deadline["at"] = time.monotonic() + seconds if seconds else None
-    try:
-        yield
-    finally:
-        _deadline["at"] = previous
-
-
-def remaining_time():
-    """Seconds left before the discovery deadline, or None without one."""
-    at = _deadline["at"]
-    return None if at is None else at - time.monotonic()
-
-
-def attempt_budget(timeout):
-    """Seconds one attempt may take: ``timeout``, less when the discovery deadline is nearer, 0 past it."""
-    left = remaining_time()
-    return timeout if left is None else max(0.0, min(timeout, left))
 
 
 def check_header_values(headers, what):
@@ -79,31 +53,6 @@ def check_header_values(headers, what):
         problem = credential_problem(value)
         if problem:
             raise HttpError(f"{what}: the value of header {name!r} {problem} (the value is not shown)")
-
-
-def call_within(function, seconds):
-    """``function()``'s result, or TimeoutError once ``seconds`` have passed without one.
-
-    The call runs in a daemon worker thread that is abandoned at the limit: the socket timeouts
-    of requests and urllib3 apply to each read, so a server that sends one byte a second never
-    trips them, and only a total limit like this one bounds the whole exchange.
-    """
-    outcome = {}
-
-    def run():
-        try:
-            outcome["result"] = function()
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, name="aifactory-bounded-call", daemon=True)
-    worker.start()
-    worker.join(seconds + 0.2)
-    if worker.is_alive():
-        raise TimeoutError(f"no result within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
 
 
 class Response:

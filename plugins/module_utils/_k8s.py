@@ -12,6 +12,7 @@ client certificates, exec and token plugins of kubeconfig files) but bodies are 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
@@ -19,17 +20,17 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key, is_valid_label_value
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, credential_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._http import attempt_budget, call_within
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    RemoteAPIError,
+    TopologyError,
+    check_known_keys,
+    credential_problem,
+)
+from ansible_collections.aifactory.topology.plugins.module_utils._deadline import attempt_budget, call_within
 
-try:
-    import urllib3
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-
-    HAS_KUBERNETES = True
-except ImportError:  # pragma: no cover - exercised only where the library is missing
-    HAS_KUBERNETES = False
+# The kubernetes library takes about 0.3 s to import: it is imported when a client is built, not
+# by every module that imports this one (slurm_topology reaches it through _common).
+HAS_KUBERNETES = importlib.util.find_spec("kubernetes") is not None
 
 MISSING_LIBRARY = ("the Python library 'kubernetes' is required on the host that runs this task "
                    "(pip install kubernetes; it is in the collection's requirements.txt)")
@@ -80,10 +81,7 @@ def resolve_auth(options, environ=None):
     """Auth options with ``K8S_AUTH_*`` fallbacks; bool strings as kubernetes.core reads them."""
     environ = os.environ if environ is None else environ
     aliases = {alias: name for name, (spec, _env) in AUTH_OPTIONS.items() for alias in spec.get("aliases", [])}
-    unknown = [key for key in options if key not in AUTH_OPTIONS and key not in aliases]
-    if unknown:
-        raise TopologyError(f"unknown Kubernetes auth options: {', '.join(sorted(unknown))}; "
-                            f"known: {', '.join(AUTH_OPTIONS)}")
+    check_known_keys(options, set(AUTH_OPTIONS) | set(aliases), "the Kubernetes auth options")
     given = {aliases.get(key, key): value for key, value in options.items() if value not in (None, "")}
     auth = {}
     for name, (spec, env_names) in AUTH_OPTIONS.items():
@@ -105,8 +103,7 @@ def configuration(auth):
     file (the ``kubeconfig`` option, else ``KUBECONFIG`` / ``~/.kube/config``) when any option
     is set; else the in-cluster service account, then the default kubeconfig.
     """
-    if not HAS_KUBERNETES:
-        raise TopologyError(MISSING_LIBRARY)
+    k8s_client, k8s_config, _urllib3 = kubernetes_library()
     explicit = any(auth.get(name) is not None for name in AUTH_OPTIONS)
     direct = auth.get("host") and (auth.get("api_key") or (auth.get("client_cert") and auth.get("client_key")))
     config = k8s_client.Configuration()
@@ -141,7 +138,20 @@ def configuration(auth):
     return config, source
 
 
+def kubernetes_library():
+    """(kubernetes.client, kubernetes.config, urllib3), imported on first use."""
+    if not HAS_KUBERNETES:
+        raise TopologyError(MISSING_LIBRARY)
+    # pylint: disable=import-outside-toplevel
+    import urllib3
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    return k8s_client, k8s_config, urllib3
+
+
 def _load_kubeconfig(config, auth):
+    k8s_config = kubernetes_library()[1]
     path = auth.get("kubeconfig")
     if path and not os.path.isfile(path):
         raise TopologyError(f"kubeconfig {path} does not exist")
@@ -173,8 +183,7 @@ class K8sClient:
     """JSON requests to the API server, with the library's auth; one instance per task, thread-safe."""
 
     def __init__(self, config, timeout=60.0, concurrency=8):
-        if not HAS_KUBERNETES:
-            raise TopologyError(MISSING_LIBRARY)
+        k8s_client, _k8s_config, self._urllib3 = kubernetes_library()
         config.connection_pool_maxsize = max(int(concurrency), 1)
         self.host = config.host
         self.api = k8s_client.ApiClient(config)
@@ -210,9 +219,9 @@ class K8sClient:
             response, data = call_within(call, budget)
         except TimeoutError:
             raise K8sError(f"{what}: no complete response from {self.host} within {budget:g} s") from None
-        except urllib3.exceptions.HTTPError as exc:
+        except self._urllib3.exceptions.HTTPError as exc:
             cause = getattr(exc, "reason", None) or exc  # MaxRetryError wraps the last error
-            if isinstance(cause, urllib3.exceptions.SSLError) or isinstance(exc, urllib3.exceptions.SSLError):
+            if isinstance(cause, self._urllib3.exceptions.SSLError) or isinstance(exc, self._urllib3.exceptions.SSLError):
                 raise K8sError(f"{what}: TLS verification of {self.host} failed ({cause}); set ca_cert to the CA "
                                "that signed the API server's certificate") from None
             raise K8sError(f"{what}: cannot reach the API server {self.host} ({cause.__class__.__name__})") from None

@@ -16,7 +16,7 @@ so a 100k-node model is a few hundred KB.
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
 
 COMPACT_FORMAT = "aifactory.topology/v1"
 
@@ -227,9 +227,7 @@ class Topology:
             raise TopologyError(f"model must be a mapping in the {COMPACT_FORMAT} form, got {type(data).__name__}")
         if data.get("format") != COMPACT_FORMAT:
             raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {clip(data.get('format'))}")
-        unknown = set(data) - {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets"}
-        if unknown:
-            raise TopologyError(f"model has unknown fields: {', '.join(sorted(str(key)[:60] for key in unknown))}")
+        check_known_keys(data, {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets"}, "model")
         topo = cls()
         switches = data.get("switches") or {}
         if not isinstance(switches, dict):
@@ -257,9 +255,7 @@ class Topology:
             where = f"model.nodes[{index}]"
             if not isinstance(group, dict):
                 raise TopologyError(f"{where} must be a mapping")
-            extra = set(group) - {"nodes", "switch", "domain", "sub_domain", "labels"}
-            if extra:
-                raise TopologyError(f"{where} has unknown fields: {', '.join(sorted(str(key)[:60] for key in extra))}")
+            check_known_keys(group, {"nodes", "switch", "domain", "sub_domain", "labels"}, where)
             if not isinstance(group.get("nodes"), (str, list)):
                 raise TopologyError(f"{where}.nodes must be a hostlist string or a list of them, "
                                     f"got {clip(group.get('nodes'))}")

@@ -22,7 +22,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._errors import 
 QUERY = "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader"
 _UNAVAILABLE = frozenset({"", "n/a", "[n/a]", "not supported", "[not supported]", "unknown", "[unknown]"})
 _UNREGISTERED_UUID = "00000000-0000-0000-0000-000000000000"
-SOURCES = ("nvidia_smi", "nvidia-smi", "none")
 
 
 def node_domain(node, text):
@@ -92,15 +91,8 @@ def apply_nvidia_smi_domains(topology, outputs, warn=None):
 
 
 def apply_accelerator(topology, spec, warn=None):
-    """``params.accelerator`` of any provider: ``{source: nvidia_smi|none, nvidia_smi: {node: output}}``."""
-    if not isinstance(spec, dict):
-        raise TopologyError("params.accelerator must be a mapping with source and nvidia_smi")
-    extra = set(spec) - {"source", "nvidia_smi"}
-    if extra:
-        raise TopologyError(f"params.accelerator has unknown keys: {', '.join(sorted(map(str, extra)))}")
-    source = spec.get("source", "nvidia_smi")
-    if source not in SOURCES:
-        raise TopologyError(f"params.accelerator.source must be one of {', '.join(SOURCES)}, got {source!r}")
-    if source == "none":
+    """``params.accelerator`` of any provider, validated by its spec (``_specs.ACCELERATOR``):
+    ``{source: nvidia_smi|nvidia-smi|none, nvidia_smi: {node: output}}``."""
+    if spec.get("source") == "none":
         return topology
     return apply_nvidia_smi_domains(topology, spec.get("nvidia_smi"), warn)

@@ -111,6 +111,11 @@ summary:
     nodes_missing:
       description: Nodes of the topology that are not listed (not in the cluster, or outside O(node_selector)).
       type: int
+    warnings:
+      description: The warnings this run emitted, discovery's included (also shown as Ansible warnings).
+      type: list
+      elements: str
+      version_added: 0.2.0
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -118,7 +123,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_nodes
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+    INPUT_CONSTRAINTS,
+    load_topology,
+    warning_collector,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
@@ -131,15 +140,18 @@ def main():
         clean_absent_nodes={"type": "bool", "default": True},
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     params = module.params
+    warn, warnings = warning_collector(module)
     try:
         keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
-        topology = load_topology(module)
+        topology = load_topology(module, warn)
         client, options = _k8s_module.connect(module)
         result = k8s_nodes.reconcile_node_labels(
             client, topology, keys, options, node_selector=params["node_selector"],
             no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
-            warn=module.warn, diff=module._diff)
+            warn=warn, diff=module._diff)
+        result["summary"]["warnings"] = warnings
     except k8s.PartialWrite as exc:
+        exc.result["summary"]["warnings"] = warnings
         module.fail_json(msg=str(exc), **exc.result)
     except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))

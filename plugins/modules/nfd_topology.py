@@ -63,24 +63,27 @@ node_feature_groups:
   returned: success
   type: int
 created:
-  description: Names of the objects created (or, in check mode, that would be), by kind.
-  returned: success
+  description:
+    - Names of the objects created (or, in check mode, that would be), by kind.
+    - When a request fails after others succeeded, the task fails and RV(created), RV(updated) and RV(deleted)
+      still list what was written before the failure (the message names it too).
+  returned: success, and on a failure after some writes
   type: dict
   sample: {"NodeFeature": ["topograph-node-node-a-66570ff0"], "NodeFeatureGroup": []}
 updated:
   description: Names of the objects patched, by kind.
-  returned: success
+  returned: success, and on a failure after some writes
   type: dict
 deleted:
   description: Names of the stale objects deleted, by kind.
-  returned: success
+  returned: success, and on a failure after some writes
   type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
@@ -97,6 +100,8 @@ def main():
         client, options = _k8s_module.connect(module)
         result = k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
                                            no_topology_value=params["no_topology_value"], diff=module._diff)
+    except k8s.PartialWrite as exc:
+        module.fail_json(msg=str(exc), **exc.result)
     except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -293,7 +293,7 @@ def main():
     # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
     gc.disable()
     try:
-        topology = load_topology(module)
+        topology = load_topology(module, warn)
         result = job.analyse(topology, params, read_scontrol_json, warn)
     except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))

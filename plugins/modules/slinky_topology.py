@@ -195,7 +195,7 @@ def main():
     warn, warnings = warning_collector(module)
 
     try:
-        topology = load_topology(module)
+        topology = load_topology(module, warn)
         client, options = _k8s_module.connect(module, k8s_configmap.SLINKY_FIELD_MANAGER)
         result = k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
         result["summary"]["warnings"] = warnings

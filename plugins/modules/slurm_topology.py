@@ -239,7 +239,7 @@ def main():
     warn, warnings = warning_collector(module)
 
     try:
-        topology = load_topology(module)
+        topology = load_topology(module, warn)
         body, summary = job.render(topology, params, resolve_partition, warn)
         summary["warnings"] = warnings
         content = job.with_header(body, params["header"])

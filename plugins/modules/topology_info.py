@@ -79,6 +79,11 @@ summary:
     nodes_without_switch:
       description: Nodes without a leaf switch.
       type: int
+    warnings:
+      description: The warnings discovery emitted (also shown as Ansible warnings).
+      type: list
+      elements: str
+      version_added: 0.2.0
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -87,6 +92,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     INPUT_CONSTRAINTS,
     load_topology,
     provider_arg_spec,
+    warning_collector,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
@@ -94,11 +100,12 @@ from ansible_collections.aifactory.topology.plugins.module_utils._errors import 
 def main():
     module = AnsibleModule(argument_spec=provider_arg_spec(model=True), supports_check_mode=True,
                            **INPUT_CONSTRAINTS)
+    warn, warnings = warning_collector(module)
     try:
-        topology = load_topology(module)
+        topology = load_topology(module, warn)
     except AifactoryTopologyError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, topology=topology.to_compact(), summary=topology.summary())
+    module.exit_json(changed=False, topology=topology.to_compact(), summary=dict(topology.summary(), warnings=warnings))
 
 
 if __name__ == "__main__":

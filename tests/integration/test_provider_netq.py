@@ -221,7 +221,7 @@ def test_credentials_come_from_the_environment_when_creds_are_empty(server, monk
     monkeypatch.delenv("NETQ_PASSWORD")
     with pytest.raises(TopologyError, match=r"the netq provider needs creds.password \(or the environment variable NETQ_PASSWORD\)"):
         run(server, creds={})
-    with pytest.raises(TopologyError, match=r"netq creds has unknown keys: token"):
+    with pytest.raises(TopologyError, match=r"provider netq: creds has unknown keys: token; known: password, username"):
         run(server, creds={"token": "x"})
 
 

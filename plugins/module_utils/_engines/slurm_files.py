@@ -11,7 +11,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
 
 DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
@@ -29,9 +29,7 @@ def build_specs(topologies, resolve_partition):
         settings = settings or {}
         if not isinstance(settings, dict):
             raise TopologyError(f"{where} must be a mapping")
-        unknown = set(settings) - TOPOLOGY_KEYS
-        if unknown:
-            raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(unknown))}")
+        check_known_keys(settings, TOPOLOGY_KEYS, where)
         if settings.get("nodes") and settings.get("partition"):
             raise TopologyError(f"{where}: set nodes or partition, not both")
         nodes = None
@@ -60,7 +58,11 @@ def parse_partition_nodes(partition, scontrol_output):
         return []
     if value == "ALL":
         return None
-    return hostlist.expand(value)
+    try:
+        return hostlist.expand(value)
+    except hostlist.HostlistError as exc:
+        raise TopologyError(f"partition {partition!r}: scontrol printed Nodes={value}, which is not a hostlist: "
+                            f"{exc}") from None
 
 
 def render(topology, params, resolve_partition, warn, skeleton=False):

@@ -8,10 +8,9 @@ other instances are ignored. Requested instances the API gives no topology for a
 nodes without a switch (the tree engine puts them under ``no-topology``) and reported in one
 warning with their names and count.
 
-Settings every cloud provider accepts (documented once in the ``provider`` doc fragment):
-``page_size``, ``trim_tiers`` (drop the 0-2 highest fabric tiers), ``timeout`` (seconds per
-request attempt, body included), ``retry_attempts``, ``retry_backoff`` (first delay in seconds, doubled per retry),
-``retry_after_max`` (cap on a server's Retry-After), ``validate_certs`` and ``ca_bundle``.
+Their params and creds are declared in ``_specs`` and validated before ``discover`` runs, so
+the helpers here read values of the right type, with defaults filled in.
+``timeout`` bounds a whole request attempt, body included (``_http``).
 """
 
 from __future__ import annotations
@@ -24,19 +23,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _hostlis
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, credential_problem
-
-COMMON_PARAMS = frozenset({
-    "instances", "page_size", "trim_tiers", "timeout", "retry_attempts", "retry_backoff",
-    "retry_after_max", "validate_certs", "ca_bundle",
-})
-
-
-def check_keys(mapping, allowed, where):
-    """Unknown keys are an error naming them (never their values: creds are secret)."""
-    extra = set(mapping) - set(allowed)
-    if extra:
-        raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(map(str, extra)))}; "
-                            f"known: {', '.join(sorted(allowed))}")
 
 
 def requested_instances(params, provider, require_region=True):
@@ -53,12 +39,7 @@ def requested_instances(params, provider, require_region=True):
     result = []
     for index, entry in enumerate(entries):
         where = f"params.instances[{index}]"
-        if not isinstance(entry, dict):
-            raise TopologyError(f"{where} must be a mapping {{region, instances}}")
-        check_keys(entry, {"region", "instances"}, where)
         region = entry.get("region")
-        if region is not None and not isinstance(region, str):
-            raise TopologyError(f"{where}.region must be a string, got {region!r}")
         if require_region and not (region or "").strip():
             raise TopologyError(f"{where}.region is required by the {provider} provider")
         mapping = entry.get("instances")
@@ -118,22 +99,17 @@ def setting(params, key, default=None, env=(), required_by=None):
     value = params.get(key)
     if value is None or value == "":
         value = next((os.environ[name] for name in env if os.environ.get(name)), default)
-    if value is not None and not isinstance(value, str):
-        raise TopologyError(f"params.{key} must be a string, got {value!r}")
     if required_by and not value:
         hint = f" (or the environment variable {' or '.join(env)})" if env else ""
         raise TopologyError(f"the {required_by} provider needs params.{key}{hint}")
     return value
 
 
-def number(params, key, default, minimum=0.0, integer=False):
-    value = params.get(key, default)
-    if value is None:
-        value = default
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or value < minimum:
-        raise TopologyError(f"params.{key} must be {'an integer' if integer else 'a number'} >= {minimum}, "
-                            f"got {value!r}")
+def at_least(params, key, minimum):
+    """``params[key]`` (typed and defaulted by the spec): finite and not below ``minimum``."""
+    value = params[key]
+    if not math.isfinite(value) or value < minimum:
+        raise TopologyError(f"params.{key} must be at least {minimum:g}, got {value!r}")
     return value
 
 
@@ -142,8 +118,6 @@ def page_size(params, default, warn, maximum=None):
     value = params.get("page_size")
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TopologyError(f"params.page_size must be an integer, got {value!r}")
     if value <= 0:
         warn(f"params.page_size {value} is not positive; using the default {default}")
         return default
@@ -156,22 +130,16 @@ def page_size(params, default, warn, maximum=None):
 def client_settings(params):
     """Timeout and retry policy, as keyword arguments for HttpClient (and the boto3/gRPC clients)."""
     return {
-        "timeout": number(params, "timeout", 30.0, minimum=0.001),
-        "attempts": number(params, "retry_attempts", 5, minimum=1, integer=True),
-        "backoff": number(params, "retry_backoff", 0.5),
-        "max_retry_after": number(params, "retry_after_max", 300.0),
+        "timeout": at_least(params, "timeout", 0.001),
+        "attempts": at_least(params, "retry_attempts", 1),
+        "backoff": at_least(params, "retry_backoff", 0),
+        "max_retry_after": at_least(params, "retry_after_max", 0),
         "sleep": _sleep,
     }
 
 
 def tls_settings(params):
-    verify = params.get("validate_certs", True)
-    if not isinstance(verify, bool):
-        raise TopologyError(f"params.validate_certs must be true or false, got {verify!r}")
-    ca_bundle = params.get("ca_bundle")
-    if ca_bundle is not None and not isinstance(ca_bundle, str):
-        raise TopologyError("params.ca_bundle must be the path of a CA bundle file")
-    return verify, ca_bundle
+    return params["validate_certs"], params.get("ca_bundle")
 
 
 def http_client(params, base_url, headers=None, auth=None):
@@ -237,15 +205,8 @@ class Placements:
         return topo
 
 
-def trim_tiers(params):
-    value = params.get("trim_tiers", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2:
-        raise TopologyError(f"params.trim_tiers must be 0, 1 or 2, got {value!r}")
-    return value
-
-
 def placements(params, provider, require_region=True):
     """The per-region request list and a Placements over all of it."""
     regions = requested_instances(params, provider, require_region)
     everything = {iid: node for _region, mapping in regions for iid, node in mapping.items()}
-    return regions, Placements(provider, everything, trim_tiers(params))
+    return regions, Placements(provider, everything, params.get("trim_tiers") or 0)

@@ -22,7 +22,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._http import (
     retry_after_seconds,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:
     import boto3
@@ -36,18 +36,15 @@ except ImportError:  # pragma: no cover - exercised only where boto3 is missing
 
 NAME = "aws"
 MAX_EXPLICIT_IDS = 100  # DescribeInstanceTopology takes at most 100 instance ids
-DEFAULT_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = _specs.AWS_PARAMS["page_size"]["default"]
 THROTTLING_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException", "InternalError",
                               "ServiceUnavailable", "Unavailable"})
-PARAMS = _cloud.COMMON_PARAMS | {"endpoint_url", "profile"}
-CREDS = {"access_key_id", "secret_access_key", "session_token"}
+PARAMS_SPEC, CREDS_SPEC = _specs.AWS_PARAMS, _specs.AWS_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
     if not HAS_BOTO3:
         raise TopologyError("the aws provider needs the Python library 'boto3' on the host that runs it")
-    _cloud.check_keys(params, PARAMS, "aws params")
-    _cloud.check_keys(creds, CREDS, "aws creds")
     regions, placed = _cloud.placements(params, NAME)
     session = _session(params, creds)
     limit = _cloud.page_size(params, DEFAULT_PAGE_SIZE, warn)

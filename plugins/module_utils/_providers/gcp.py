@@ -19,20 +19,17 @@ from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "gcp"
-DEFAULT_API_URL = "https://compute.googleapis.com"
-DEFAULT_METADATA_URL = "http://metadata.google.internal"
-DEFAULT_PAGE_SIZE = 500  # maxResults: the API's maximum
+DEFAULT_API_URL = _specs.GCP_API_URL
+DEFAULT_METADATA_URL = _specs.GCP_METADATA_URL
+DEFAULT_PAGE_SIZE = _specs.GCP_PARAMS["page_size"]["default"]  # maxResults: the API's maximum
 FIELDS = "items(id,name,resourceStatus/physicalHostTopology),nextPageToken"
-PARAMS = _cloud.COMMON_PARAMS | {"project_id", "api_url", "metadata_url"}
-CREDS = {"access_token"}
+PARAMS_SPEC, CREDS_SPEC = _specs.GCP_PARAMS, _specs.GCP_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
-    _cloud.check_keys(params, PARAMS, "gcp params")
-    _cloud.check_keys(creds, CREDS, "gcp creds")
     zones, placed = _cloud.placements(params, NAME)
     metadata = _Metadata(params)
     token = _cloud.secret(creds, "access_token", env=("GOOGLE_OAUTH_ACCESS_TOKEN",)) or metadata.token()

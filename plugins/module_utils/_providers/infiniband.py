@@ -30,7 +30,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _check_keys, _expand
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\[[^\]]*\])?(?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]')
@@ -40,6 +41,7 @@ _SWITCH_NAME = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # "MF0;<name>:MQM9701/U1
 _GUID = re.compile(r"^(?:[Hh]-|0[xX])?([0-9a-fA-F]{16})$")
 # Names a host reports before it is configured; never a cluster node.
 _PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain"})
+PARAMS_SPEC, CREDS_SPEC = _specs.INFINIBAND_PARAMS, {}
 
 
 class _Device:
@@ -166,8 +168,6 @@ def _outputs(params):
     """(source, text) for every output, identical ones (bar the ``#`` header) once."""
     found = []
     outputs = params.get("ibnetdiscover") or {}
-    if not isinstance(outputs, dict):
-        raise TopologyError("params.ibnetdiscover must map a node to the output of ibnetdiscover on it")
     for node, value in outputs.items():
         node = str(node)[:60]
         text = command_output(value, f"params.ibnetdiscover.{node}")
@@ -175,9 +175,6 @@ def _outputs(params):
             raise TopologyError(f"params.ibnetdiscover.{node} must be the text ibnetdiscover printed")
         found.append((f"ibnetdiscover output of {node}", text))
     files = params.get("ibnetdiscover_files") or []
-    files = [files] if isinstance(files, str) else files
-    if not isinstance(files, list):
-        raise TopologyError("params.ibnetdiscover_files must be a path or a list of paths")
     for path in files:
         try:
             found.append((str(path), _input_file.read_text(path, "params.ibnetdiscover_files:")))
@@ -196,7 +193,6 @@ def _outputs(params):
 
 
 def discover(params, creds, warn):
-    _check_keys(params, {"ibnetdiscover", "ibnetdiscover_files", "nodes", "node_map", "node_facts"}, "infiniband params")
     wanted = set(_expand(params.get("nodes"), "params.nodes")) if params.get("nodes") is not None else None
     node_map = params.get("node_map") or {}
     if not isinstance(node_map, dict):

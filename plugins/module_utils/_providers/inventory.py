@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Topology declared in Ansible inventory variables, for sites with no discovery source yet.
 
-params:
+params (declared and validated in ``_specs.INVENTORY_PARAMS``):
   domains:   racks (accelerator domains) in physical order: [{name, nodes, switch, sub_domains}]
              A domain without nodes is a declared rack whose nodes are not there yet: it
              becomes a placeholder block at its position.
@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
+
+PARAMS_SPEC, CREDS_SPEC = _specs.INVENTORY_PARAMS, {}
 
 
 def _expand(value, where, budget=None):
@@ -33,27 +36,19 @@ def _expand(value, where, budget=None):
 def _list_of_mappings(value, where):
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+    if not all(isinstance(item, dict) for item in value):
         raise TopologyError(f"{where} must be a list of mappings")
     return value
 
 
-def _check_keys(item, allowed, where):
-    extra = set(item) - allowed
-    if extra:
-        raise TopologyError(f"{where} has unknown keys: {', '.join(sorted(str(key)[:60] for key in extra))}")
-
-
 def discover(params, creds, warn):
-    _check_keys(params, {"domains", "switches", "nodes", "hosts"}, "inventory params")
     topo = Topology()
     switches = params.get("switches") or {}
-    if not isinstance(switches, dict):
-        raise TopologyError("params.switches must map switch id to its parent (or to {parent, name})")
     for switch_id, spec in switches.items():
         where = f"params.switches.{str(switch_id)[:60]}"
         if isinstance(spec, dict):
-            _check_keys(spec, {"parent", "name"}, where)
+            # Switch and host entries take two forms, which an argument spec cannot say: checked here.
+            check_known_keys(spec, {"parent", "name"}, where)
             topo.add_switch(switch_id, spec.get("parent"), spec.get("name"), source=where)
         elif spec is None or isinstance(spec, str):
             topo.add_switch(switch_id, spec, source=where)
@@ -62,21 +57,18 @@ def discover(params, creds, warn):
 
     for index, domain in enumerate(_list_of_mappings(params.get("domains"), "params.domains")):
         where = f"params.domains[{index}]"
-        _check_keys(domain, {"name", "nodes", "switch", "sub_domains"}, where)
         name = domain.get("name")
         topo.declare_domain(name, source=f"{where}.name")
         for node in _expand(domain.get("nodes"), f"{where}.nodes", topo.host_budget):
             topo.add_node(node, domain.get("switch"), name, source=f"{where}.nodes")
         for sub_index, sub in enumerate(_list_of_mappings(domain.get("sub_domains"), f"{where}.sub_domains")):
             sub_where = f"{where}.sub_domains[{sub_index}]"
-            _check_keys(sub, {"name", "nodes", "switch"}, sub_where)
             for node in _expand(sub.get("nodes"), f"{sub_where}.nodes", topo.host_budget):
                 topo.add_node(node, sub.get("switch") or domain.get("switch"), name, sub.get("name"),
                               source=f"{sub_where}.nodes")
 
     for index, group in enumerate(_list_of_mappings(params.get("nodes"), "params.nodes")):
         where = f"params.nodes[{index}]"
-        _check_keys(group, {"nodes", "switch", "domain"}, where)
         members = _expand(group.get("nodes"), f"{where}.nodes", topo.host_budget)
         if not members:
             raise TopologyError(f"{where}.nodes is empty")
@@ -84,13 +76,11 @@ def discover(params, creds, warn):
             topo.add_node(node, group.get("switch"), group.get("domain"), source=f"{where}.nodes")
 
     hosts = params.get("hosts") or {}
-    if not isinstance(hosts, dict):
-        raise TopologyError("params.hosts must map hostname to {domain, switch, sub_domain}")
     for host, spec in hosts.items():
         where = f"params.hosts.{str(host)[:60]}"
         spec = spec or {}
         if not isinstance(spec, dict):
             raise TopologyError(f"{where} must be a mapping")
-        _check_keys(spec, {"domain", "switch", "sub_domain"}, where)
+        check_known_keys(spec, {"domain", "switch", "sub_domain"}, where)
         topo.add_node(host, spec.get("switch"), spec.get("domain"), spec.get("sub_domain"), source=where)
     return topo

@@ -23,16 +23,12 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _hostlis
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
-GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
-INSTANCE_ANNOTATION = "topograph.run/instance"
-COMMON_PARAMS = {"node_selector", "instance_annotation", "request_timeout"}
-
-
-def _check_params(params, allowed, provider):
-    unknown = set(params) - allowed - COMMON_PARAMS
-    if unknown:
-        raise TopologyError(f"{provider} params has unknown keys: {', '.join(sorted(map(str, unknown)))}")
+GPU_CLIQUE_LABEL = _specs.GPU_CLIQUE_LABEL
+INSTANCE_ANNOTATION = _specs.INSTANCE_ANNOTATION
+DRA_PARAMS_SPEC, NODE_LABELS_PARAMS_SPEC = _specs.DRA_PARAMS, _specs.NODE_LABELS_PARAMS
+CREDS_SPEC = _specs.KUBERNETES_CREDS
 
 
 def list_cluster_nodes(params, creds, client=None):
@@ -56,7 +52,6 @@ def list_cluster_nodes(params, creds, client=None):
 
 
 def discover_dra(params, creds, warn, client=None):
-    _check_params(params, {"label"}, "dra")
     label = params.get("label") or GPU_CLIQUE_LABEL
     _labels.check_label_key(label, "params.label")
     topology = Topology()
@@ -77,7 +72,6 @@ def discover_dra(params, creds, warn, client=None):
 
 
 def discover_node_labels(params, creds, warn, client=None):
-    _check_params(params, {"fabric_labels", "accelerator_label", "sub_domain_label"}, "node_labels")
     keys = _labels.LabelKeys(params.get("fabric_labels"), params.get("accelerator_label"))
     sub_label = params.get("sub_domain_label") or _labels.SUB_DOMAIN_LABEL
     _labels.check_label_key(sub_label, "params.sub_domain_label")

@@ -18,20 +18,17 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "lambda"
 PATH = "/api/v1/topology/instance"
-DEFAULT_API_URL = "https://cloud.lambda.ai"
-DEFAULT_PAGE_SIZE = 200
+DEFAULT_API_URL = _specs.LAMBDA_API_URL
+DEFAULT_PAGE_SIZE = _specs.LAMBDA_PARAMS["page_size"]["default"]
 MAX_TIERS = 3
-PARAMS = _cloud.COMMON_PARAMS | {"workspace_id", "api_url"}
-CREDS = {"token", "workspace_id"}
+PARAMS_SPEC, CREDS_SPEC = _specs.LAMBDA_PARAMS, _specs.LAMBDA_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
-    _cloud.check_keys(params, PARAMS, "lambda params")
-    _cloud.check_keys(creds, CREDS, "lambda creds")
     regions, placed = _cloud.placements(params, NAME)
     token = _cloud.secret(creds, "token", env=("LAMBDA_API_TOKEN", "LAMBDA_API_KEY"), required_by=NAME)
     workspace = _cloud.secret(creds, "workspace_id") or _cloud.setting(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries, paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:
     import grpc
@@ -30,19 +30,16 @@ except ImportError:  # pragma: no cover - exercised only where grpcio is missing
 
 NAME = "nebius"
 METHOD = "/nebius.compute.v1.InstanceService/List"
-DEFAULT_ENDPOINT = "compute.api.nebius.cloud:443"
-DEFAULT_PAGE_SIZE = 200
+DEFAULT_ENDPOINT = _specs.NEBIUS_ENDPOINT
+DEFAULT_PAGE_SIZE = _specs.NEBIUS_PARAMS["page_size"]["default"]
 PATH_LENGTH = 3
 RETRY_CODES = ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED")
-PARAMS = _cloud.COMMON_PARAMS | {"project_id", "endpoint", "tls"}
-CREDS = {"iam_token"}
+PARAMS_SPEC, CREDS_SPEC = _specs.NEBIUS_PARAMS, _specs.NEBIUS_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
     if not HAS_GRPC:
         raise TopologyError("the nebius provider needs the Python library 'grpcio' on the host that runs it")
-    _cloud.check_keys(params, PARAMS, "nebius params")
-    _cloud.check_keys(creds, CREDS, "nebius creds")
     _regions, placed = _cloud.placements(params, NAME, require_region=False)
     token = _cloud.secret(creds, "iam_token", env=("NEBIUS_IAM_TOKEN",), required_by=NAME)
     project = _cloud.setting(params, "project_id", env=("NEBIUS_PROJECT_ID",), required_by=NAME)
@@ -59,10 +56,7 @@ def discover(params, creds, warn):
 
 def _channel(params):
     endpoint = _cloud.setting(params, "endpoint", DEFAULT_ENDPOINT)
-    tls = params.get("tls", True)
-    if not isinstance(tls, bool):
-        raise TopologyError(f"params.tls must be true or false, got {tls!r}")
-    if not tls:
+    if not params["tls"]:
         return grpc.insecure_channel(endpoint)
     _verify, ca_bundle = _cloud.tls_settings(params)
     roots = None

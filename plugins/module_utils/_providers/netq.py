@@ -28,7 +28,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError, require_keys
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import check_keys, http_client, secret
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import http_client, secret
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
 LOGIN = "api/netq/auth/v1/login"
@@ -39,15 +40,11 @@ NMX_COMPUTE_NODES = "nmx/v1/compute-nodes"
 HOST_TIER = -1
 LINK_SEPARATOR = "-*-"
 
-# The HTTP settings are those of every provider that speaks HTTP (_cloud.client_settings).
-PARAMS = frozenset({"api_url", "nmx_url", "nmx", "nodes", "timeout", "retry_attempts", "retry_backoff",
-                    "retry_after_max", "validate_certs", "ca_bundle"})
+PARAMS_SPEC, CREDS_SPEC = _specs.NETQ_PARAMS, _specs.NETQ_CREDS  # validated before discover runs
 ACCEPT_JSON = {"Accept": "application/json"}
 
 
 def discover(params, creds, warn):
-    check_keys(params, PARAMS, "netq params")
-    check_keys(creds, {"username", "password"}, "netq creds")
     username = secret(creds, "username", ("NETQ_USERNAME",), required_by="netq")
     password = secret(creds, "password", ("NETQ_PASSWORD",), required_by="netq")
     try:
@@ -61,7 +58,7 @@ def _url(params, key, required=False):
     value = params.get(key)
     if value is None and not required:
         return None
-    if not isinstance(value, str) or not value.startswith(("https://", "http://")):
+    if not str(value).startswith(("https://", "http://")):
         raise TopologyError(f"params.{key} must be the server's URL, such as https://netq.example.com; got {value!r}")
     return value
 
@@ -70,8 +67,6 @@ def _discover(params, username, password, warn):
     api_url = _url(params, "api_url", required=True)
     wanted = set(_expand(params.get("nodes"), "params.nodes")) if params.get("nodes") is not None else None
     nmx = params.get("nmx", True)
-    if not isinstance(nmx, bool):
-        raise TopologyError(f"params.nmx must be true or false, got {nmx!r}")
     client = http_client(params, api_url, headers=ACCEPT_JSON)
     login = require_keys(client.json("POST", LOGIN, json={"username": username, "password": password}),
                          ["access_token", "premises"], f"POST {client.url(LOGIN)}")

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "nscale"
 PATH = "/v1/topology"
-DEFAULT_PAGE_SIZE = 100
-PARAMS = _cloud.COMMON_PARAMS | {"api_url", "organization"}
-CREDS = {"token", "organization"}
+DEFAULT_PAGE_SIZE = _specs.NSCALE_PARAMS["page_size"]["default"]
+PARAMS_SPEC, CREDS_SPEC = _specs.NSCALE_PARAMS, _specs.NSCALE_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
-    _cloud.check_keys(params, PARAMS, "nscale params")
-    _cloud.check_keys(creds, CREDS, "nscale creds")
     regions, placed = _cloud.placements(params, NAME)
     token = _cloud.secret(creds, "token", env=("NSCALE_TOKEN",), required_by=NAME)
     organization = _cloud.secret(creds, "organization") or _cloud.setting(

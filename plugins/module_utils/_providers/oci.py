@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._model import normalize_switch_names
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:
     from cryptography.exceptions import UnsupportedAlgorithm
@@ -47,21 +47,18 @@ except ImportError:  # pragma: no cover - HttpClient reports the missing library
 
 NAME = "oci"
 API_VERSION = "/20160918"
-DEFAULT_IDENTITY_URL = "https://identity.{region}.oraclecloud.com"
-DEFAULT_COMPUTE_URL = "https://iaas.{region}.oraclecloud.com"
-DEFAULT_PAGE_SIZE = 100
-PARAMS = _cloud.COMMON_PARAMS | {"compartment_id", "identity_url", "compute_url", "concurrency"}
-CREDS = {"tenancy_id", "user_id", "fingerprint", "private_key", "private_key_file", "passphrase"}
+DEFAULT_IDENTITY_URL = _specs.OCI_IDENTITY_URL
+DEFAULT_COMPUTE_URL = _specs.OCI_COMPUTE_URL
+DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS["page_size"]["default"]
+PARAMS_SPEC, CREDS_SPEC = _specs.OCI_PARAMS, _specs.OCI_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
-    _cloud.check_keys(params, PARAMS, "oci params")
-    _cloud.check_keys(creds, CREDS, "oci creds")
     regions, placed = _cloud.placements(params, NAME)
     signer = Signer.from_creds(creds)
     compartment = _cloud.setting(params, "compartment_id") or signer.tenancy
     limit = _cloud.page_size(params, DEFAULT_PAGE_SIZE, warn)
-    workers = _cloud.number(params, "concurrency", 8, minimum=1, integer=True)
+    workers = _cloud.at_least(params, "concurrency", 1)
     for region, _mapping in regions:
         identity = _cloud.http_client(params, _url(params, "identity_url", DEFAULT_IDENTITY_URL, region), auth=signer)
         compute = _cloud.http_client(params, _url(params, "compute_url", DEFAULT_COMPUTE_URL, region), auth=signer)

@@ -15,11 +15,13 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"
+PARAMS_SPEC, CREDS_SPEC = _specs.SIMULATION_PARAMS, {}
 
 
 def load_model_file(path):
@@ -34,11 +36,7 @@ def load_model_file(path):
 
 
 def discover(params, creds, warn):
-    path = params.get("model_path")
-    if not path:
-        raise TopologyError("the simulation provider needs params.model_path")
-    if not isinstance(path, str):
-        raise TopologyError(f"params.model_path must be a path, got {clip(path)}")
+    path = params["model_path"]
     topology = from_model(load_model_file(path), source=str(path))
     # Topograph's oci-sim prints normalised switch names (switch.<tier>.<n>) in topology.conf.
     return normalize_switch_names(topology) if params.get("normalize_switch_names") else topology
@@ -63,9 +61,7 @@ def _name(value, where):
 
 def from_model(model, source="model"):
     model = _mapping(model, source)
-    unknown = set(model) - {"switches", "blocks"}
-    if unknown:
-        raise TopologyError(f"{source}: unknown top-level keys {', '.join(sorted(str(key)[:60] for key in unknown))}")
+    check_known_keys(model, {"switches", "blocks"}, source)
     topo = Topology()
     switches = _mapping(model.get("switches"), f"{source}: switches")
     labels_of = {}
@@ -121,9 +117,11 @@ def from_model(model, source="model"):
         for value, key in ((domain, DOMAIN_ANNOTATION), (sub_domain, SUB_DOMAIN_ANNOTATION)):
             if value is not None and not isinstance(value, str):
                 raise TopologyError(f"{where}.annotations[{key!r}] must be a string, got {clip(value)}")
+        domain, sub_domain = domain or None, sub_domain or None
+        source = f"{where}.nodes"  # once per block, not per node
         for name in names:
             if name in seen_in_block:
                 raise TopologyError(f"node {name!r} is in two blocks: blocks[{seen_in_block[name]}] and blocks[{index}]")
             seen_in_block[name] = index
-            topo.add_node(name, switch, domain or None, sub_domain or None, labels, source=f"{where}.nodes")
+            topo.add_node(name, switch, domain, sub_domain, labels, source=source)
     return topo

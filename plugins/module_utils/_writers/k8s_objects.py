@@ -8,7 +8,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import JSON_PATCH
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import JSON_PATCH, PartialWrite
 
 
 def _object_ops(existing, desired):
@@ -48,6 +48,7 @@ class ObjectSync:
     def __init__(self):
         self.created, self.updated, self.deleted = [], [], []
         self.before, self.after = {}, {}
+        self.error = None  # the first failed request; the lists say what was done before it
 
     @property
     def changed(self):
@@ -55,7 +56,10 @@ class ObjectSync:
 
 
 def sync_objects(client, api_prefix, namespace, resource, desired, label_selector, options, cleanup=True):
-    """Make the managed objects of one resource in ``namespace`` exactly ``desired``."""
+    """Make the managed objects of one resource in ``namespace`` exactly ``desired``.
+
+    A failed request stops new ones; the returned ObjectSync has its ``error`` and what was done.
+    """
     path = _k8s.namespaced_path(api_prefix, namespace, resource)
     existing = {item["metadata"]["name"]: item for item in client.list(path, label_selector)}
     wanted = {obj["metadata"]["name"]: obj for obj in desired}
@@ -104,8 +108,7 @@ def sync_objects(client, api_prefix, namespace, resource, desired, label_selecto
             sync.before[name] = {"metadata": _meta(existing[name]), "spec": existing[name].get("spec")}
         if obj is not None:
             sync.after[name] = {"metadata": _meta(obj), "spec": obj["spec"]}
-    if error is not None:
-        raise error
+    sync.error = error
     return sync
 
 
@@ -136,6 +139,12 @@ def reconcile_nfd(client, topology, namespace, options, cleanup=True, no_topolog
             sync.created, sync.updated, sync.deleted
         before.update({f"{kind}/{name}": value for name, value in sync.before.items()})
         after.update({f"{kind}/{name}": value for name, value in sync.after.items()})
+        if sync.error is not None:
+            if diff:
+                result["diff"] = {"before": before, "after": after}
+            done = [f"{action} {', '.join(f'{kind}/{name}' for kind, names in result[action].items() for name in names)}"
+                    for action in ("created", "updated", "deleted") if any(result[action].values())]
+            raise PartialWrite(f"{sync.error} (already {'; '.join(done) if done else 'written: nothing'})", result)
     if diff:
         result["diff"] = {"before": before, "after": after}
     return result

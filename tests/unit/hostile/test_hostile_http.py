@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _http
+from ansible_collections.aifactory.topology.plugins.module_utils import _deadline
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient, HttpError, paginate
 from tests.fault_http import FaultServer, gzip_bomb
 
@@ -50,7 +50,7 @@ def test_every_fault_is_a_clear_http_error(faults, path, message):
 
 def test_a_retried_drip_stops_at_the_discovery_deadline(faults):
     http = client(faults, attempts=50, timeout=1.0, sleep=__import__("time").sleep, backoff=0.1)
-    with _http.discovery_deadline(3.0):
+    with _deadline.discovery_deadline(3.0):
         with pytest.raises(HttpError, match="discovery deadline"):
             http.json("GET", "/drip")
 
@@ -98,7 +98,7 @@ def test_a_bad_credential_header_is_refused_without_its_value(faults, value, pro
 def test_the_kubernetes_transport_has_a_total_limit_per_request_too(faults, path, message):
     from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 
-    config = _k8s.k8s_client.Configuration()
+    config = _k8s.kubernetes_library()[0].Configuration()
     config.host = faults.url()
     client = _k8s.K8sClient(config, timeout=2)
     try:

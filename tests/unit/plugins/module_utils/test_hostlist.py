@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import (
     HostlistError, compress, expand, natural_key)
 
@@ -91,3 +94,20 @@ def test_compress_round_trips_through_expand(names):
     expression = compress(names)
     assert sorted(expand(expression)) == sorted(set(names))
     assert compress(expand(expression)) == expression
+
+
+def test_compress_same_width_fast_path_equals_the_general_runs():
+    generator = random.Random(8)
+    for _case in range(500):
+        width = generator.randint(1, 4)
+        digits = {str(generator.randint(0, min(10 ** width - 1, 60))).zfill(width) for _index in range(generator.randint(1, 30))}
+        assert sorted(hostlist._same_width_runs(digits)) == sorted(hostlist._runs(digits)), digits
+    assert hostlist._same_width_runs({"9", "10"}) is None  # mixed widths take the general path
+    assert hostlist.compress(["n9", "n10", "n08", "n07"]) == "n[07-08,9-10]"
+
+
+def test_the_name_split_takes_the_last_run_of_digits():
+    for name, groups in {"gb200-r0001-n07": ("gb200-r0001-n", "07", ""), "12a34b": ("12a", "34", "b"),
+                         "123": ("", "123", ""), "0\n0": None, "x": None}.items():
+        match = hostlist._NAME_SPLIT.match(name)
+        assert (match and match.groups()) == groups, name

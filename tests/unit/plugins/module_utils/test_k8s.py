@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 
+import kubernetes.config
 import pytest
 import yaml
 
@@ -29,7 +30,7 @@ def test_options_win_over_k8s_auth_variables_and_both_variable_spellings_work():
         assert _k8s.resolve_auth({}, {"K8S_AUTH_VERIFY_SSL": false})["validate_certs"] is False
     assert _k8s.resolve_auth({"verify_ssl": False, "ssl_ca_cert": "/x"}, {}) == dict(
         dict.fromkeys(_k8s.AUTH_OPTIONS), validate_certs=False, ca_cert="/x")
-    with pytest.raises(TopologyError, match="unknown Kubernetes auth options: token"):
+    with pytest.raises(TopologyError, match="the Kubernetes auth options has unknown keys: token; known: api_key"):
         _k8s.resolve_auth({"token": "x"}, {})
 
 
@@ -46,9 +47,9 @@ def no_in_cluster(monkeypatch):
 
     def load_incluster_config(**kwargs):
         calls.append(kwargs)
-        raise _k8s.k8s_config.ConfigException("not in a pod")
+        raise kubernetes.config.ConfigException("not in a pod")
 
-    monkeypatch.setattr(_k8s.k8s_config, "load_incluster_config", load_incluster_config)
+    monkeypatch.setattr(kubernetes.config, "load_incluster_config", load_incluster_config)
     return calls
 
 

@@ -116,10 +116,11 @@ def test_domain_declared_twice_is_rejected():
 @pytest.mark.parametrize("data, message", [
     ([], "model must be a mapping"),
     ({"format": "v0", "nodes": []}, "model.format must be"),
-    ({"format": COMPACT_FORMAT, "nodes": [], "extra": 1}, "unknown fields: extra"),
+    ({"format": COMPACT_FORMAT, "nodes": [], "extra": 1}, "model has unknown keys: extra; known: domain_order, format"),
     ({"format": COMPACT_FORMAT, "nodes": {}}, "model.nodes must be a list"),
     ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n[1-"}]}, r"model.nodes\[0\].nodes: unbalanced"),
-    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1", "rack": "x"}]}, r"model.nodes\[0\] has unknown fields: rack"),
+    ({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n1", "rack": "x"}]},
+     r"model.nodes\[0\] has unknown keys: rack; known: domain, labels, nodes, sub_domain, switch"),
     ({"format": COMPACT_FORMAT, "nodes": [{"nodes": ""}]}, r"model.nodes\[0\].nodes is empty"),
     ({"format": COMPACT_FORMAT, "nodes": []}, "the topology is empty"),
     ({"format": COMPACT_FORMAT, "switches": {"a": 3}, "nodes": [{"nodes": "n1"}]}, r"model.switches\['a'\]"),

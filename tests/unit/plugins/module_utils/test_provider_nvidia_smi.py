@@ -83,9 +83,9 @@ def test_every_tree_provider_takes_nvidia_smi_domains(name, params, node):
 def test_accelerator_source_none_and_bad_specs():
     inventory = {"hosts": {"gpu1": {}}}
     assert discover("inventory", dict(inventory, accelerator={"source": "none"})).nodes["gpu1"].domain is None
-    with pytest.raises(TopologyError, match="params.accelerator.source must be one of nvidia_smi, nvidia-smi, none"):
+    with pytest.raises(TopologyError, match="provider inventory: params: value of source must be one of: nvidia_smi, nvidia-smi, none, got: kubernetes-label"):
         discover("inventory", dict(inventory, accelerator={"source": "kubernetes-label"}))
-    with pytest.raises(TopologyError, match="params.accelerator has unknown keys: nvidiaSmi"):
+    with pytest.raises(TopologyError, match="provider inventory: params.accelerator has unknown keys: nvidiaSmi; known: nvidia_smi, source"):
         discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi", "nvidiaSmi": {}}))
     with pytest.raises(TopologyError, match="accelerator.nvidia_smi must map each node"):
         discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi"}))

@@ -43,7 +43,7 @@ def test_simulation_maps_paths_domains_and_labels():
      "switch cycle"),
     ({"switches": {"a": {"name": "b"}}, "blocks": [{"nodes": ["n1"]}]}, "name 'b' must equal the switch id"),
     ({"blocks": []}, "declares no blocks"),
-    ({"switch": {}}, "unknown top-level keys switch"),
+    ({"switch": {}}, "model has unknown keys: switch; known: blocks, switches"),
 ])
 def test_simulation_errors_name_the_offender(model, message):
     with pytest.raises(TopologyError, match=message):
@@ -51,7 +51,7 @@ def test_simulation_errors_name_the_offender(model, message):
 
 
 def test_simulation_file_errors(tmp_path):
-    with pytest.raises(TopologyError, match="needs params.model_path"):
+    with pytest.raises(TopologyError, match="provider simulation: params: missing required arguments: model_path"):
         discover("simulation", {})
     with pytest.raises(TopologyError, match="No such file"):
         discover("simulation", {"model_path": str(tmp_path / "missing.yaml")})
@@ -99,11 +99,13 @@ def test_inventory_declares_racks_in_order_with_placeholders():
     ({"domains": [{"name": "r1", "nodes": "n1"}, {"name": "r1"}]}, "domain 'r1' is declared twice"),
     ({"domains": [{"name": "r1", "nodes": "n1"}, {"name": "r2", "nodes": "n1"}]}, "node 'n1' is in two domains"),
     ({"domains": [{"name": "", "nodes": "n1"}]}, r"params.domains\[0\].name: name must be a non-empty string"),
-    ({"domains": "rack01"}, "params.domains must be a list of mappings"),
-    ({"switches": ["a"]}, "params.switches must map"),
+    ({"domains": "rack01"}, "provider inventory: params: .*option 'domains' is of type str and we were unable to convert to dict"),
+    ({"switches": ["a"]}, "provider inventory: params: argument 'switches' is of type list and we were unable to convert to dict"),
+    ({"switches": {"a": {"parent": None, "nmae": "x"}}}, "params.switches.a has unknown keys: nmae; known: name, parent"),
+    ({"hosts": {"n1": {"rack": "x"}}}, "params.hosts.n1 has unknown keys: rack; known: domain, sub_domain, switch"),
     ({"switches": {"a": 1}}, "params.switches.a must be a parent id"),
     ({"nodes": [{"nodes": "n1", "switch": "ghost"}]}, "node 'n1' refers to unknown switch 'ghost'"),
-    ({"domain": []}, "inventory params has unknown keys: domain"),
+    ({"domain": []}, "provider inventory: params has unknown keys: domain; known: accelerator, discovery_timeout, domains, hosts, nodes, switches"),
     ({"domains": [{"name": "r1"}]}, "the topology is empty"),
 ])
 def test_inventory_errors_name_the_field(params, message):

@@ -45,8 +45,6 @@ def test_dra_errors():
     with pytest.raises(TopologyError, match="nodes 'a' and 'b' both map to 'x'"):
         kubernetes_nodes.discover_dra({}, {}, print, ListedNodes(("a", {}, {"topograph.run/instance": "x"}),
                                                                  ("b", {}, {"topograph.run/instance": "x"})))
-    with pytest.raises(TopologyError, match="dra params has unknown keys: nodeSelector"):
-        kubernetes_nodes.discover_dra({"nodeSelector": {}}, {}, print, ListedNodes())
 
 
 def test_node_labels_rebuild_the_tree_and_domains():

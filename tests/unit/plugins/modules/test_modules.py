@@ -103,7 +103,8 @@ def test_bad_input_fails_with_the_field_and_writes_nothing(run, tmp_path):
     dest = tmp_path / "topology.conf"
     cases = [
         (dict(BLOCK, block_sizes=[18, 54]), "block_sizes[1] = 54 must be the base size 18 times a power of two"),
-        ({"provider": {"name": "nope"}}, "unknown provider 'nope'"),
+        ({"provider": {"name": "nope"}}, "value of name must be one of: simulation, inventory, infiniband, netq, aws, gcp, "
+                                         "oci, lambda, nebius, nscale, dra, node_labels, got: nope"),
         ({"model": {"format": "aifactory.topology/v1", "nodes": [{"nodes": "n[2-1]"}]}}, "model.nodes[0].nodes"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat"}}), "exactly one topology must set cluster_default"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat", "cluster_default": True, "partiton": "x"}}),
@@ -129,6 +130,7 @@ def test_topology_yaml_with_partition_resolved_by_scontrol(run, tmp_path):
                         "case \"$4\" in\n"
                         "  gpu) echo 'PartitionName=gpu AllowGroups=ALL Nodes=node[1101-1118,1201-1218] State=UP';;\n"
                         "  cpu) echo 'PartitionName=cpu Nodes=ALL';;\n"
+                        "  odd) echo 'PartitionName=odd Nodes=node[1-';;\n"
                         "  *) echo \"slurm_load_partitions: Invalid partition name specified\" >&2; exit 1;;\n"
                         "esac\n")
     scontrol.chmod(0o755)
@@ -146,6 +148,11 @@ def test_topology_yaml_with_partition_resolved_by_scontrol(run, tmp_path):
                                                                 "cluster_default": True}},
                                        scontrol_path=str(scontrol)))
     assert missing["failed"] and "cannot read partition 'gone' with scontrol: slurm_load_partitions" in missing["msg"]
+    odd = run(slurm_topology, dict(NVL72, topologies={"x": {"plugin": "topology/tree", "partition": "odd",
+                                                            "cluster_default": True}},
+                                   scontrol_path=str(scontrol), dest=str(tmp_path / "odd.yaml")))
+    assert odd["failed"] and "partition 'odd': scontrol printed Nodes=node[1-, which is not a hostlist" in odd["msg"]
+    assert not (tmp_path / "odd.yaml").exists()
 
 
 @pytest.mark.parametrize("output, expected", [
@@ -182,3 +189,21 @@ def test_topology_graph_writes_json_idempotently(run, tmp_path):
     assert first["changed"] is True and first["diff"]["before_header"] == "/dev/null"
     assert json.loads(dest.read_text())["instances"][0] == {"id": "I21", "network_layers": ["S2", "S1"]}
     assert run(topology_graph, args)["changed"] is False
+
+
+# An nvidia-smi output for a node the inventory does not have: the provider warns about it.
+WARNING_PROVIDER = {"provider": {"name": "inventory", "params": {
+    "domains": [{"name": "rack1", "nodes": "gpu[1-2]"}],
+    "accelerator": {"nvidia_smi": {"gpu9": "11111111-2222-3333-4444-555555555555, 1\n"}}}}}
+
+
+@pytest.mark.parametrize("module, args", [
+    (slurm_topology, dict(WARNING_PROVIDER, plugin="topology/tree")),
+    (topology_info, WARNING_PROVIDER),
+])
+def test_provider_warnings_reach_the_summary_and_the_warning_stream(run, module, args):
+    result = run(module, args)
+    assert not result["failed"], result
+    provider_warnings = [text for text in result["summary"]["warnings"] if "nvidia-smi output are not in the" in text]
+    assert len(provider_warnings) == 1 and "gpu9" in provider_warnings[0]
+    assert result["summary"]["warnings"] == result["warnings"]

@@ -1,0 +1,303 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The provider registry: each provider's module and the argument specs of its params and creds.
+
+Pure data, cheap to import: the registry is read (to validate, to document) without importing
+any provider or its SDK. Specs are Ansible argument specs (``type``, ``choices``, ``required``,
+``default``, ``no_log``, ``options``, ``elements``, ``aliases``), checked once, centrally, with
+``ArgumentSpecValidator`` before discovery (``_providers.validate``). Each option also carries a
+``description`` (markdown, backticks for literals): ``tools/provider_docs.py`` generates the
+parameter tables of ``docs/providers/*.md`` and the ``provider`` doc fragment from it, and
+``tests/unit/plugins/module_utils/test_provider_specs.py`` fails when they drift.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ansible_collections.aifactory.topology.plugins.module_utils._deadline import DEFAULT_DISCOVERY_TIMEOUT
+from ansible_collections.aifactory.topology.plugins.module_utils._k8s import AUTH_OPTIONS
+
+# module: the file in _providers/; function: its discover function; doc: the provider's page.
+Provider = namedtuple("Provider", "module function params creds doc summary")
+
+SOURCES = ("nvidia_smi", "nvidia-smi", "none")
+GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
+INSTANCE_ANNOTATION = "topograph.run/instance"
+
+ACCELERATOR = {
+    "type": "dict",
+    "description": "NVLink domains from `nvidia-smi` on each node, on top of the tree (see nvidia_smi.md).",
+    "options": {
+        "source": {"type": "str", "choices": list(SOURCES), "default": "nvidia_smi",
+                   "description": "`nvidia_smi` (or Topograph's spelling `nvidia-smi`); `none` turns it off."},
+        "nvidia_smi": {"type": "dict",
+                       "description": "Node to the output of `nvidia-smi --query-gpu=fabric.clusterUuid,"
+                                      "fabric.cliqueId --format=csv,noheader` there, its registered result "
+                                      "(`stdout` is read), or the node's `topology_node` fact from "
+                                      "`aifactory.topology.topology_facts` (or its `nvlink` part); facts without a "
+                                      "clique fail the run naming the node. Required unless `source` is `none`."},
+    },
+}
+
+# Every provider: one deadline for all its requests, retries and waits, so a server that drips or
+# pages forever cannot hold the task (positive and finite: checked in _providers.discover).
+DISCOVERY_TIMEOUT = {
+    "type": "float", "default": DEFAULT_DISCOVERY_TIMEOUT,
+    "description": "Seconds the whole discovery may take: every request, retry and wait of it.",
+}
+
+# Retry and TLS settings of every provider that speaks HTTP or gRPC (_providers._cloud).
+HTTP_SETTINGS = {
+    "timeout": {"type": "float", "default": 30.0, "description": "Seconds per request."},
+    "retry_attempts": {"type": "int", "default": 5,
+                       "description": "Tries per request for timeouts, 408, 429 and 5xx (gRPC: UNAVAILABLE, "
+                                      "RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED); at least 1."},
+    "retry_backoff": {"type": "float", "default": 0.5, "description": "First delay in seconds, doubled per retry."},
+    "retry_after_max": {"type": "float", "default": 300.0,
+                        "description": "Cap in seconds on a server's `Retry-After` (gRPC: `grpc-retry-pushback-ms`)."},
+    "validate_certs": {"type": "bool", "default": True,
+                       "description": "TLS verification; turning it off is an explicit choice."},
+    "ca_bundle": {"type": "path", "description": "CA bundle of a private CA (verification stays on)."},
+}
+
+
+def _cloud_params(page_size, page_size_means, extra, region="region"):
+    """The params every cloud provider takes, plus its own."""
+    spec = {
+        "instances": {
+            "type": "list", "elements": "dict", "required": True,
+            "description": "The instances to map, Topograph's request form: a list of `region` and `instances` "
+                           "(instance id to node name). Other instances of the API are ignored.",
+            "options": {
+                "region": {"type": "str", "description": f"The {region}."},
+                "instances": {"type": "dict", "required": True, "description": "Instance id to node name."},
+            },
+        },
+        "page_size": {"type": "int", "default": page_size,
+                      "description": f"{page_size_means}; 0 or less warns and uses the default."},
+        "trim_tiers": {"type": "int", "choices": [0, 1, 2], "default": 0,
+                       "description": "Drop the 0, 1 or 2 highest fabric tiers (Topograph's `trimTiers`)."},
+    }
+    spec.update(HTTP_SETTINGS)
+    spec.update(extra)
+    return _with_accelerator(spec)
+
+
+def _with_accelerator(spec):
+    """``spec`` plus what every provider takes: ``accelerator`` and ``discovery_timeout``."""
+    spec = dict(spec)
+    spec["accelerator"] = ACCELERATOR
+    spec["discovery_timeout"] = DISCOVERY_TIMEOUT
+    return spec
+
+
+SIMULATION_PARAMS = _with_accelerator({
+    "model_path": {"type": "path", "required": True,
+                   "description": "The NVIDIA Topograph simulation model YAML file (`switches`, `blocks`), read unchanged."},
+    "normalize_switch_names": {"type": "bool", "default": False,
+                               "description": "Name switches `switch.<tier>.<n>`, as Topograph's OCI providers do."},
+})
+
+_SUB_DOMAIN = {
+    "name": {"type": "str", "description": "The sub-domain (for example an NVLink tray group)."},
+    "nodes": {"type": "raw", "description": "Its nodes: a hostlist string or a list of them."},
+    "switch": {"type": "str", "description": "Their leaf switch; default the domain's."},
+}
+INVENTORY_PARAMS = _with_accelerator({
+    "domains": {
+        "type": "list", "elements": "dict",
+        "description": "Racks (accelerator domains) in physical order. A domain without nodes is a declared rack "
+                       "whose nodes are not there yet: an empty placeholder block at its position.",
+        "options": {
+            "name": {"type": "str", "description": "The domain (rack) name."},
+            "nodes": {"type": "raw", "description": "Its nodes: a hostlist string or a list of them."},
+            "switch": {"type": "str", "description": "The leaf switch of its nodes."},
+            "sub_domains": {"type": "list", "elements": "dict", "options": _SUB_DOMAIN,
+                            "description": "Sub-domains of the rack, each `name`, `nodes` and `switch`."},
+        },
+    },
+    "switches": {"type": "dict",
+                 "description": "Switch id to its parent id (or null), or to a mapping of `parent` and `name`."},
+    "nodes": {
+        "type": "list", "elements": "dict",
+        "description": "Node groups outside any domain (service nodes).",
+        "options": {
+            "nodes": {"type": "raw", "description": "The nodes: a hostlist string or a list of them."},
+            "switch": {"type": "str", "description": "Their leaf switch."},
+            "domain": {"type": "str", "description": "Their accelerator domain."},
+        },
+    },
+    "hosts": {"type": "dict",
+              "description": "Hostname to a mapping of `domain`, `switch` and `sub_domain`, for example built from hostvars."},
+})
+
+INFINIBAND_PARAMS = _with_accelerator({
+    "ibnetdiscover": {"type": "dict",
+                      "description": "Node to the text `ibnetdiscover` printed there, or the registered result of the "
+                                     "task (its `stdout` is read; a failed result is an error)."},
+    "ibnetdiscover_files": {"type": "list", "elements": "path", "description": "Paths of saved outputs."},
+    "nodes": {"type": "raw",
+              "description": "The cluster's nodes, a list or a hostlist (`gpu[001-128]`); default every host named by "
+                             "an HCA. Others are ignored; listed nodes without an HCA are kept without a switch and "
+                             "named in a warning."},
+    "node_map": {"type": "dict",
+                 "description": "HCA GUID (`H-<guid>`, `0x<guid>` or `<guid>`) or described host name to node name, for "
+                                "HCAs whose node description does not carry the node's name."},
+    "node_facts": {"type": "dict",
+                   "description": "Node to its `topology_node` fact from `aifactory.topology.topology_facts`: every HCA "
+                                  "GUID the node found in its sysfs is that node's, whatever the HCA's description says "
+                                  "(`node_map` wins where both name one HCA; a GUID in two nodes' facts is an error)."},
+})
+
+NETQ_PARAMS = _with_accelerator(dict({
+    "api_url": {"type": "str", "required": True, "description": "NetQ's base URL, such as `https://netq.example.com`."},
+    "nmx_url": {"type": "str", "description": "NMX's base URL; default `api_url`."},
+    "nmx": {"type": "bool", "default": True, "description": "Read NVLink domains from NMX; `false` skips it."},
+    "nodes": {"type": "raw",
+              "description": "The cluster's nodes (list or hostlist); default every host of the graph. Listed nodes "
+                             "NetQ does not know are kept without a switch and named in a warning."},
+}, **HTTP_SETTINGS))
+NETQ_CREDS = {
+    "username": {"type": "str", "description": "NetQ (and NMX) user; else `NETQ_USERNAME`."},
+    "password": {"type": "str", "no_log": True, "description": "Its password; else `NETQ_PASSWORD`."},
+}
+
+AWS_PARAMS = _cloud_params(100, "`MaxResults` when a region has more than 100 instances", {
+    "endpoint_url": {"type": "str", "description": "Another EC2 endpoint (a VPC endpoint, a test server)."},
+    "profile": {"type": "str", "description": "A named profile from `~/.aws/config`."},
+}, region="AWS region")
+AWS_CREDS = {
+    "access_key_id": {"type": "str", "no_log": True,
+                      "description": "Static or temporary key id; without keys boto3's default chain applies "
+                                     "(`AWS_*` variables, `AWS_PROFILE`, IRSA, Pod Identity, the instance role)."},
+    "secret_access_key": {"type": "str", "no_log": True, "description": "Its secret key."},
+    "session_token": {"type": "str", "no_log": True, "description": "The session token of temporary keys."},
+}
+
+GCP_API_URL = "https://compute.googleapis.com"
+GCP_METADATA_URL = "http://metadata.google.internal"
+GCP_PARAMS = _cloud_params(500, "`maxResults` (500 is the API's maximum)", {
+    "project_id": {"type": "str",
+                   "description": "The project; else `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, else the metadata "
+                                  "server."},
+    "api_url": {"type": "str", "default": GCP_API_URL,
+                "description": "Another endpoint (Private Service Connect, a test server)."},
+    "metadata_url": {"type": "str", "default": GCP_METADATA_URL, "description": "The metadata server."},
+}, region="zone (as in Topograph)")
+GCP_CREDS = {
+    "access_token": {"type": "str", "no_log": True,
+                     "description": "An OAuth access token (`gcloud auth print-access-token`); else "
+                                    "`GOOGLE_OAUTH_ACCESS_TOKEN`, else the metadata server's token."},
+}
+
+OCI_IDENTITY_URL = "https://identity.{region}.oraclecloud.com"
+OCI_COMPUTE_URL = "https://iaas.{region}.oraclecloud.com"
+OCI_PARAMS = _cloud_params(100, "`limit` of `ListComputeHosts`", {
+    "compartment_id": {"type": "str", "description": "The compartment whose hosts are listed; default the tenancy."},
+    "identity_url": {"type": "str", "default": OCI_IDENTITY_URL,
+                     "description": "Identity endpoint; `{region}` is replaced."},
+    "compute_url": {"type": "str", "default": OCI_COMPUTE_URL, "description": "Core endpoint; `{region}` is replaced."},
+    "concurrency": {"type": "int", "default": 8, "description": "`GetComputeHost` calls at a time; at least 1."},
+}, region="OCI region (`us-ashburn-1`)")
+OCI_CREDS = {
+    "tenancy_id": {"type": "str", "description": "Tenancy OCID; else `OCI_CLI_TENANCY`."},
+    "user_id": {"type": "str", "description": "User OCID; else `OCI_CLI_USER`."},
+    "fingerprint": {"type": "str", "description": "The API key's fingerprint; else `OCI_CLI_FINGERPRINT`."},
+    "private_key": {"type": "str", "no_log": True,
+                    "description": "The API signing key (PEM); else `OCI_CLI_KEY_CONTENT`."},
+    "private_key_file": {"type": "path", "description": "Or its path; else `OCI_CLI_KEY_FILE`."},
+    "passphrase": {"type": "str", "no_log": True, "description": "The key's passphrase; else `OCI_CLI_PASSPHRASE`."},
+}
+
+LAMBDA_API_URL = "https://cloud.lambda.ai"
+LAMBDA_PARAMS = _cloud_params(200, "`page_size`", {
+    "workspace_id": {"type": "str",
+                     "description": "Sent as `workspace_id` (an identifier, not a secret); or in creds, else "
+                                    "`LAMBDA_WORKSPACE_ID`."},
+    "api_url": {"type": "str", "default": LAMBDA_API_URL, "description": "The topology API's base URL."},
+}, region="Lambda region")
+LAMBDA_CREDS = {
+    "token": {"type": "str", "no_log": True,
+              "description": "The API key (Bearer); else `LAMBDA_API_TOKEN`, else `LAMBDA_API_KEY`."},
+    "workspace_id": {"type": "str", "description": "The workspace, when not in params."},
+}
+
+NEBIUS_ENDPOINT = "compute.api.nebius.cloud:443"
+NEBIUS_PARAMS = _cloud_params(200, "`page_size`", {
+    "project_id": {"type": "str", "description": "The project (`project-...`); else `NEBIUS_PROJECT_ID`."},
+    "endpoint": {"type": "str", "default": NEBIUS_ENDPOINT, "description": "The gRPC endpoint."},
+    "tls": {"type": "bool", "default": True,
+            "description": "`false` only for a plaintext test server; `ca_bundle` sets the roots."},
+}, region="region (optional: the project decides)")
+NEBIUS_CREDS = {
+    "iam_token": {"type": "str", "no_log": True,
+                  "description": "An IAM access token (`nebius iam get-access-token`); else `NEBIUS_IAM_TOKEN`."},
+}
+
+NSCALE_PARAMS = _cloud_params(100, "`limit`", {
+    "api_url": {"type": "str", "required": True,
+                "description": "The Radar API's base URL (Topograph's `radarApiUrl`/`baseUrl`)."},
+    "organization": {"type": "str",
+                     "description": "Sent as `X-Organization`; or in creds, else `NSCALE_ORGANIZATION`."},
+}, region="region (sent as `X-Region`)")
+NSCALE_CREDS = {
+    "token": {"type": "str", "no_log": True, "description": "Bearer token; else `NSCALE_TOKEN`."},
+    "organization": {"type": "str", "description": "The organization, when not in params."},
+}
+
+_KUBERNETES_COMMON = {
+    "node_selector": {"type": "dict", "description": "Label to value: only matching Nodes are read."},
+    "instance_annotation": {"type": "str", "default": INSTANCE_ANNOTATION,
+                            "description": "The Node annotation that holds the model's node name (Topograph's node "
+                                           "data broker writes it); nodes without it keep their Kubernetes name; an "
+                                           "empty string always uses the Kubernetes name."},
+    "request_timeout": {"type": "float", "default": 60.0, "description": "Seconds each API request may take."},
+}
+DRA_PARAMS = _with_accelerator(dict(_KUBERNETES_COMMON, label={
+    "type": "str", "default": GPU_CLIQUE_LABEL, "description": "The Node label that holds the accelerator domain."}))
+NODE_LABELS_PARAMS = _with_accelerator(dict(
+    _KUBERNETES_COMMON,
+    fabric_labels={"type": "list", "elements": "str",
+                   "description": "The tier labels, tier 0 first; default `fabric.topograph.run/tier-N`."},
+    accelerator_label={"type": "str", "description": "The domain label; default `accelerator.topograph.run/domain`."},
+    sub_domain_label={"type": "str", "description": "The sub-domain label; default `accelerator.topograph.run/sub-domain`."},
+))
+_AUTH_DESCRIPTIONS = {
+    "kubeconfig": "Path of a kubeconfig file; else `K8S_AUTH_KUBECONFIG`.",
+    "context": "The kubeconfig context; else `K8S_AUTH_CONTEXT`.",
+    "host": "URL of the API server; else `K8S_AUTH_HOST`.",
+    "api_key": "A bearer token; else `K8S_AUTH_API_KEY`.",
+    "validate_certs": "Verify the API server's certificate; else `K8S_AUTH_VALIDATE_CERTS`.",
+    "ca_cert": "The CA that signed the API server's certificate; else `K8S_AUTH_CA_CERT`.",
+    "client_cert": "Client certificate, with `client_key`; else `K8S_AUTH_CLIENT_CERT`.",
+    "client_key": "Its key; else `K8S_AUTH_CLIENT_KEY`.",
+}
+KUBERNETES_CREDS = {name: dict(spec, description=_AUTH_DESCRIPTIONS[name]) for name, (spec, _env) in AUTH_OPTIONS.items()}
+
+PROVIDERS = {
+    "simulation": Provider("simulation", "discover", SIMULATION_PARAMS, {}, "simulation.md",
+                           "reads an NVIDIA Topograph simulation model file, unchanged"),
+    "inventory": Provider("inventory", "discover", INVENTORY_PARAMS, {}, "inventory.md",
+                          "reads racks, switches and nodes declared in inventory variables"),
+    "infiniband": Provider("infiniband", "discover", INFINIBAND_PARAMS, {}, "infiniband.md",
+                           "reads C(ibnetdiscover) output gathered on the nodes"),
+    "netq": Provider("netq", "discover", NETQ_PARAMS, NETQ_CREDS, "netq.md",
+                     "reads the NVIDIA NetQ topology graph and NMX NVLink domains"),
+    "aws": Provider("aws", "discover", AWS_PARAMS, AWS_CREDS, "aws.md",
+                    "reads EC2 DescribeInstanceTopology through boto3"),
+    "gcp": Provider("gcp", "discover", GCP_PARAMS, GCP_CREDS, "gcp.md",
+                    "reads Compute Engine instances.list physicalHostTopology"),
+    "oci": Provider("oci", "discover", OCI_PARAMS, OCI_CREDS, "oci.md",
+                    "reads OCI compute hosts, their network blocks and GPU memory fabrics"),
+    "lambda": Provider("lambda_cloud", "discover", LAMBDA_PARAMS, LAMBDA_CREDS, "lambda.md",
+                       "reads the Lambda topology API"),
+    "nebius": Provider("nebius", "discover", NEBIUS_PARAMS, NEBIUS_CREDS, "nebius.md",
+                       "reads Nebius compute instances' InfiniBand topology paths over gRPC"),
+    "nscale": Provider("nscale", "discover", NSCALE_PARAMS, NSCALE_CREDS, "nscale.md",
+                       "reads the Nscale Radar topology API"),
+    "dra": Provider("kubernetes_nodes", "discover_dra", DRA_PARAMS, KUBERNETES_CREDS, "dra.md",
+                    "reads accelerator domains from a Kubernetes node label"),
+    "node_labels": Provider("kubernetes_nodes", "discover_node_labels", NODE_LABELS_PARAMS, KUBERNETES_CREDS,
+                            "node_labels.md", "reads fabric tiers and domains back from Kubernetes node labels"),
+}
