@@ -14,15 +14,25 @@ chain applies (``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``, IRSA, Pod Identity, th
 
 from __future__ import annotations
 
+from ansible_collections.aifactory.topology.plugins.module_utils._deadline import (
+    attempt_budget,
+    call_within,
+)
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    TopologyError,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._http import (
     RETRY_STATUS,
+    HttpError,
     RetryableError,
     call_with_retries,
     paginate,
     retry_after_seconds,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import (
+    _cloud,
+    _specs,
+)
 
 try:
     import boto3
@@ -88,8 +98,14 @@ def _page(client, params, region, request, token):
     what = f"EC2 DescribeInstanceTopology in {region}"
 
     def attempt():
+        # boto3's read_timeout bounds each socket read only: a total limit per attempt, as for HTTP.
+        budget = attempt_budget(settings["timeout"])
+        if budget <= 0:
+            raise HttpError(f"{what}: the discovery deadline has passed")
         try:
-            return client.describe_instance_topology(**arguments)
+            return call_within(lambda: client.describe_instance_topology(**arguments), budget)
+        except TimeoutError:
+            raise RetryableError(f"no complete response within {budget:g} s") from None
         except botocore.exceptions.ClientError as exc:
             raise _client_error(exc, what) from None
         except (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError) as exc:

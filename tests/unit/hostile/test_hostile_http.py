@@ -115,3 +115,14 @@ def test_a_kubernetes_api_key_with_a_newline_is_refused_without_its_value():
     with pytest.raises(TopologyError) as info:
         _k8s.configuration({"host": "https://127.0.0.1:6443", "api_key": "sekret-token\n"})
     assert "api_key contains a line break" in str(info.value) and "sekret" not in str(info.value)
+
+
+def test_an_aws_attempt_has_a_total_limit_too(faults):
+    # boto3's read_timeout bounds each socket read: one byte a second would never trip it.
+    from ansible_collections.aifactory.topology.plugins.module_utils import _providers
+
+    params = {"instances": [{"region": "us-east-1", "instances": {"i-0123": "node1"}}],
+              "endpoint_url": faults.url("/drip"), "timeout": 2.0, "retry_attempts": 1}
+    creds = {"access_key_id": "AKIATESTTESTTESTTEST", "secret_access_key": "not-a-real-secret"}
+    with pytest.raises(HttpError, match=r"EC2 DescribeInstanceTopology in us-east-1: no complete response within 2 s"):
+        _providers.discover("aws", params, creds)
