@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._common import provider_arg_spec
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import WriteOptions
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
 
 
 def argument_spec(**options):
@@ -25,3 +26,21 @@ def connect(module, field_manager=_k8s.FIELD_MANAGER):
                                       timeout=params["request_timeout"])
     return client, WriteOptions(module.check_mode, params["concurrency"], params["conflict_retries"],
                                 field_manager=field_manager)
+
+
+def run(module, job, warnings=None):
+    """Exit with ``job()``'s result, or fail with its error and, after a partial write, what was written.
+
+    ``warnings`` (from ``_common.warning_collector``) go into the result's ``summary`` either way.
+    """
+    try:
+        result = job()
+    except PartialWrite as exc:
+        if warnings is not None:
+            exc.result.setdefault("summary", {})["warnings"] = warnings
+        module.fail_json(msg=str(exc), **exc.result)
+    except AifactoryTopologyError as exc:
+        module.fail_json(msg=str(exc))
+    if warnings is not None:
+        result["summary"]["warnings"] = warnings
+    module.exit_json(**result)

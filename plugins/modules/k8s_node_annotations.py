@@ -79,23 +79,20 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_module, _node_facts
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
 
 
 def main():
     spec = dict(_k8s.AUTH_ARG_SPEC, **_k8s.WRITE_ARG_SPEC)
     spec.update(node_facts={"type": "dict", "required": True}, region={"type": "str", "default": "local"})
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    try:
+
+    def job():
         desired = _node_facts.broker_annotations(module.params["node_facts"], module.params["region"])
         client, options = _k8s_module.connect(module)
-        result = k8s_nodes.reconcile_broker_annotations(client, desired, options, warn=module.warn, diff=module._diff)
-    except k8s.PartialWrite as exc:
-        module.fail_json(msg=str(exc), **exc.result)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+        return k8s_nodes.reconcile_broker_annotations(client, desired, options, warn=module.warn, diff=module._diff)
+
+    _k8s_module.run(module, job)
 
 
 if __name__ == "__main__":

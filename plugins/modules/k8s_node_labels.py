@@ -121,14 +121,13 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
     load_topology,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -141,21 +140,17 @@ def main():
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     params = module.params
     warn, warnings = warning_collector(module)
-    try:
+
+    def job():
         keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
         topology = load_topology(module, warn)
         client, options = _k8s_module.connect(module)
-        result = k8s_nodes.reconcile_node_labels(
+        return k8s_nodes.reconcile_node_labels(
             client, topology, keys, options, node_selector=params["node_selector"],
             no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
             warn=warn, diff=module._diff)
-        result["summary"]["warnings"] = warnings
-    except k8s.PartialWrite as exc:
-        exc.result["summary"]["warnings"] = warnings
-        module.fail_json(msg=str(exc), **exc.result)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+
+    _k8s_module.run(module, job, warnings)
 
 
 if __name__ == "__main__":

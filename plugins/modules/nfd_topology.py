@@ -83,9 +83,8 @@ deleted:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -95,16 +94,14 @@ def main():
         no_topology_value={"type": "str"},
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     params = module.params
-    try:
+
+    def job():
         topology = load_topology(module)
         client, options = _k8s_module.connect(module)
-        result = k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
-                                           no_topology_value=params["no_topology_value"], diff=module._diff)
-    except k8s.PartialWrite as exc:
-        module.fail_json(msg=str(exc), **exc.result)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+        return k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
+                                         no_topology_value=params["no_topology_value"], diff=module._diff)
+
+    _k8s_module.run(module, job)
 
 
 if __name__ == "__main__":

@@ -163,14 +163,13 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_configmap
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_configmap
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
     RENDER_ARG_SPEC,
     load_topology,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -194,16 +193,12 @@ def main():
     )
     warn, warnings = warning_collector(module)
 
-    try:
+    def job():
         topology = load_topology(module, warn)
         client, options = _k8s_module.connect(module, k8s_configmap.SLINKY_FIELD_MANAGER)
-        result = k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
-        result["summary"]["warnings"] = warnings
-    except k8s.PartialWrite as exc:
-        module.fail_json(msg=str(exc), **exc.result)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(**result)
+        return k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
+
+    _k8s_module.run(module, job, warnings)
 
 
 if __name__ == "__main__":

@@ -32,14 +32,6 @@ pytestmark = pytest.mark.slurm
 MODULE = "ansible_collections.aifactory.topology.plugins.modules.segment_capacity"
 
 
-@pytest.fixture(scope="session")
-def slurm_root():
-    reason = testbed.unavailable_reason()
-    if reason:
-        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
-    return testbed.build()
-
-
 def example_cluster():
     """inventories/example's GPU racks: 8 NVL72 racks, rack05 with 17 trays, rack07 a placeholder."""
     racks = {f"rack{r:02d}": [f"gb200-r{r:02d}-n{i:02d}" for i in range(1, 19)] for r in range(1, 9)}

@@ -42,14 +42,6 @@ NOT_AVAILABLE = "Requested node configuration is not available"
 
 # -- the test bed ------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def slurm_root():
-    reason = testbed.unavailable_reason()
-    if reason:
-        pytest.skip(f"REAL SLURM TESTS SKIPPED: {reason}")
-    return testbed.build()
-
-
 slurm_conf = testbed.slurm_conf
 
 
