@@ -183,9 +183,11 @@ def test_ee_build_installs_exactly_the_collection_requirements(ee_build, ee_inst
 def test_ansible_builder_introspect_reports_the_collection_requirements(ee_installed):
     shown = run([tool("ansible-builder"), "introspect", "--sanitize", ee_installed]).stdout
     data = yaml.safe_load(shown.split("\n---\n", 1)[1])
-    strip = [re.sub(r"\s+# from collection .*$", "", line) for line in data["python"]]
-    assert_collection_python_requirements(strip)
-    assert data["system"] == requirement_lines(REPO / "bindep.txt")
+    def strip(lines):
+        return [re.sub(r"\s+# from collection .*$", "", line) for line in lines]
+
+    assert_collection_python_requirements(strip(data["python"]))
+    assert strip(data["system"]) == requirement_lines(REPO / "bindep.txt")
 
 
 def test_ee_gets_the_ansible_core_and_runner_this_suite_tests(ee_build):
