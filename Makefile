@@ -51,7 +51,8 @@ TEST_STEPS := units integration sanity lint build compat
 # ansible-core releases that meta/runtime.yml's requires_ansible covers and this Python (3.11) runs,
 # besides .venv's 2.19 (2.20 needs Python 3.12): `make compat` runs sanity and units on each.
 COMPAT_CORE := 2.17 2.18
-COMPAT_VENVS := $(ROOT)/.venv-compat
+# On the machine, not in the checkout: CI's fresh clones reuse them (rebuilt when their requirements change).
+COMPAT_VENVS := $(SLURM_CACHE)/compat
 # empty-init: before 2.19 it also wants every plugins/module_utils/**/__init__.py empty (a Python 2
 # rule that 2.19 dropped); AnsiballZ ships those packages whole, which the module run proves.
 COMPAT_SANITY_SKIP := --skip-test empty-init
