@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO / "tools"))
 import container_images  # noqa: E402
 import execution_environment  # noqa: E402
 
-# The example inventory writes its Slurm files to <inventory_dir>/output.
-OUTPUT = Path("inventory") / "output"
+# The example inventory writes its Slurm files to example-output/ beside the project's playbooks/.
+OUTPUT = Path("project") / "example-output"
 
 
 @pytest.fixture(scope="module")
