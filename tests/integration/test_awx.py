@@ -66,6 +66,11 @@ def requirement_lines(path):
     return [line for line in lines if line]
 
 
+def without_collection_note(lines):
+    """Introspection's lines without their ``# from collection ...`` note."""
+    return [re.sub(r"\s+# from collection .*$", "", line) for line in lines]
+
+
 def run(command, **kwargs):
     result = subprocess.run(command, capture_output=True, text=True, check=False, **kwargs)
     assert result.returncode == 0, f"{shlex.join(map(str, command))} failed:\n{result.stdout}\n{result.stderr}"
@@ -183,11 +188,8 @@ def test_ee_build_installs_exactly_the_collection_requirements(ee_build, ee_inst
 def test_ansible_builder_introspect_reports_the_collection_requirements(ee_installed):
     shown = run([tool("ansible-builder"), "introspect", "--sanitize", ee_installed]).stdout
     data = yaml.safe_load(shown.split("\n---\n", 1)[1])
-    def strip(lines):
-        return [re.sub(r"\s+# from collection .*$", "", line) for line in lines]
-
-    assert_collection_python_requirements(strip(data["python"]))
-    assert strip(data["system"]) == requirement_lines(REPO / "bindep.txt")
+    assert_collection_python_requirements(without_collection_note(data["python"]))
+    assert without_collection_note(data["system"]) == requirement_lines(REPO / "bindep.txt")
 
 
 def test_ee_gets_the_ansible_core_and_runner_this_suite_tests(ee_build):
