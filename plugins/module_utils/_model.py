@@ -15,6 +15,8 @@ so a 100k-node model is a few hundred KB.
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
 
@@ -304,6 +306,8 @@ class Topology:
 # nodes a record holds, so it is refused where the model is built, naming its source.
 FORBIDDEN_NAME_CHARACTERS = ",[]=#\"'\\"
 MAX_NAME_LENGTH = 253  # a DNS name; longer is never a host, switch or rack name
+# \s is str.isspace() (both use Py_UNICODE_ISSPACE).
+_SPACE_OR_FORBIDDEN = re.compile(r"[\s" + re.escape(FORBIDDEN_NAME_CHARACTERS) + "]")
 
 
 def name_problem(value):
@@ -314,6 +318,9 @@ def name_problem(value):
         return f"name must be a non-empty string, got {clip(value)}"
     if len(value) > MAX_NAME_LENGTH:
         return f"{clip(value)} is longer than {MAX_NAME_LENGTH} characters"
+    # Fast path, the same rule in C: every character printable and none white space or forbidden.
+    if value.isprintable() and _SPACE_OR_FORBIDDEN.search(value) is None:
+        return None
     for char in value:
         if char.isspace() or not char.isprintable():
             return f"{clip(value)} contains white space or a control character ({char!r})"
