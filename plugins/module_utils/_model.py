@@ -53,6 +53,7 @@ class Topology:
         self._declared_by: dict[str, str] = {}
         # One expansion budget for every hostlist of one discovery or model (a whole run).
         self.host_budget = hostlist.HostBudget()
+        self._checked_names: set[str] = set()  # switch and domain names add_node has checked
 
     # -- building -----------------------------------------------------------------------
 
@@ -79,8 +80,10 @@ class Topology:
     def add_node(self, name, switch=None, domain=None, sub_domain=None, labels=None, source="node"):
         _require_name(name, source)
         for value, what in ((switch, "switch"), (domain, "domain"), (sub_domain, "sub_domain")):
-            if value is not None:
+            # Each switch or domain is shared by many nodes: checked once, not once per node.
+            if value is not None and not (isinstance(value, str) and value in self._checked_names):
                 _require_name(value, f"{source}: {what} of node {name!r}")
+                self._checked_names.add(value)
         if sub_domain is not None and domain is None:
             raise TopologyError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
         labels = dict(labels or {})
