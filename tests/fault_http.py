@@ -116,19 +116,16 @@ class FaultServer:
         handler.send_response(200)
         handler.send_header("Content-Length", "10000")
         handler.end_headers()
-        deadline = time.monotonic() + MAX_FAULT_SECONDS
-        while time.monotonic() < deadline:
-            handler.wfile.write(b" ")
-            handler.wfile.flush()
-            if not self._bounded_sleep(1.0):
-                break
-        handler.close_connection = True
+        self._one_byte_a_second(handler, b" ")
 
     def _drip_headers(self, handler, query):
         handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        self._one_byte_a_second(handler, b"X")
+
+    def _one_byte_a_second(self, handler, byte):
         deadline = time.monotonic() + MAX_FAULT_SECONDS
         while time.monotonic() < deadline:
-            handler.wfile.write(b"X")
+            handler.wfile.write(byte)
             handler.wfile.flush()
             if not self._bounded_sleep(1.0):
                 break
