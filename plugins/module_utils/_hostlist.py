@@ -10,6 +10,7 @@ text after ``]`` is kept; numeric-only names (``[1101-1102]``) have an empty pre
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import clip
@@ -157,14 +158,8 @@ def expand(expression: str | list[str] | None, max_hosts: int = DEFAULT_MAX_HOST
                 raise HostlistError(f"hostlist {clip(item)} expands to more than {max_hosts} hosts{shared} "
                                     "(limit against runaway expansion)")
             parsed.append(pieces)
-    seen = set()
-    names = []
-    for pieces in parsed:
-        for name in _expand_pieces(pieces):
-            if name not in seen:
-                seen.add(name)
-                names.append(name)
-    return names
+    # dict.fromkeys keeps the first of each name, in order (C speed at 100,000 names).
+    return list(dict.fromkeys(itertools.chain.from_iterable(map(_expand_pieces, parsed))))
 
 
 def _format_runs(runs: list[tuple[int, int, int]]) -> str:

@@ -118,10 +118,9 @@ def from_model(model, source="model"):
             if value is not None and not isinstance(value, str):
                 raise TopologyError(f"{where}.annotations[{key!r}] must be a string, got {clip(value)}")
         domain, sub_domain = domain or None, sub_domain or None
-        source = f"{where}.nodes"  # once per block, not per node
-        for name in names:
-            if name in seen_in_block:
-                raise TopologyError(f"node {name!r} is in two blocks: blocks[{seen_in_block[name]}] and blocks[{index}]")
-            seen_in_block[name] = index
-            topo.add_node(name, switch, domain, sub_domain, labels, source=source)
+        if not seen_in_block.keys().isdisjoint(names):
+            name = next(name for name in names if name in seen_in_block)
+            raise TopologyError(f"node {name!r} is in two blocks: blocks[{seen_in_block[name]}] and blocks[{index}]")
+        seen_in_block.update(dict.fromkeys(names, index))  # names has no duplicates (hostlist.expand)
+        topo.add_nodes(names, switch, domain, sub_domain, labels, source=f"{where}.nodes")
     return topo

@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils._model import COMPACT_FORMAT, Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._model import COMPACT_FORMAT, Topology, name_problem, names_are_valid
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 
@@ -139,3 +141,55 @@ def test_compact_form_errors_name_the_field(data, message):
 def test_inline_labels_are_accepted_in_hand_written_models():
     topo = Topology.from_compact({"format": COMPACT_FORMAT, "nodes": [{"nodes": "n[1-2]", "labels": {"a": "b"}}]})
     assert topo.nodes["n2"].labels == {"a": "b"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=6), st.text(alphabet="ab1-_.", min_size=250, max_size=256), st.integers()),
+                max_size=6))
+def test_names_are_valid_agrees_with_the_one_name_rule(names):
+    """names_are_valid tests all names at once, in C; it must say what name_problem says of each."""
+    assert names_are_valid(names) == all(name_problem(name) is None for name in names)
+
+
+def build_one_by_one(groups, max_hosts=None):
+    topo = Topology()
+    if max_hosts:
+        topo.host_budget.max_hosts = max_hosts
+    for names, switch, domain, labels in groups:
+        for name in names:
+            topo.add_node(name, switch, domain, None, labels, source="blocks")
+    return topo
+
+
+def build_by_group(groups, max_hosts=None):
+    topo = Topology()
+    if max_hosts:
+        topo.host_budget.max_hosts = max_hosts
+    for names, switch, domain, labels in groups:
+        topo.add_nodes(names, switch, domain, None, labels, source="blocks")
+    return topo
+
+
+def outcome(build, groups, max_hosts=None):
+    try:
+        topo = build(groups, max_hosts)
+    except TopologyError as exc:
+        return str(exc)
+    return {name: (node.switch, node.domain, node.labels) for name, node in topo.nodes.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["n1", "n2", "n3", "n4", "n 5"]), max_size=4),
+                          st.sampled_from([None, "leaf1", "leaf2"]), st.sampled_from([None, "rack1", "rack2"]),
+                          st.sampled_from([{}, {"zone": "a"}, {"zone": "b"}, {"zone": 5}])), max_size=4),
+       st.sampled_from([None, 2, 3]))
+def test_add_nodes_is_add_node_for_each(groups, max_hosts):
+    """Same nodes, same merges, same first error (conflicting switch or domain, bad name or label, the limit)."""
+    assert outcome(build_by_group, groups, max_hosts) == outcome(build_one_by_one, groups, max_hosts)
+
+
+def test_add_nodes_copies_labels_per_node():
+    topo = Topology()
+    topo.add_nodes(["n1", "n2"], labels={"zone": "a"})
+    topo.add_node("n1", labels={"row": "1"})
+    assert topo.nodes["n2"].labels == {"zone": "a"}
