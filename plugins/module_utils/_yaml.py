@@ -150,7 +150,7 @@ def _scan(text, max_depth=MAX_DEPTH, max_alias_nodes=MAX_ALIAS_NODES, build=True
 
 
 def safe_load(stream):
-    """yaml.safe_load with the C loader when available, after check_limits (same results otherwise).
+    """What yaml.safe_load returns, read by libyaml when PyYAML has it, within check_limits' limits.
 
     ``stream`` is text or a text file. Raises YAMLError (YAMLLimitError is one) for a bad document.
     """
