@@ -83,3 +83,15 @@ def test_models_are_built_in_the_one_pass_not_left_to_yaml_load():
 
 def test_nan_survives_the_one_pass():
     assert math.isnan(_yaml.safe_load("a: .nan")["a"])
+
+
+@pytest.mark.parametrize("text", CORPUS)
+def test_safe_load_without_libyaml_gives_what_the_pure_python_loader_gives(monkeypatch, text):
+    """A target whose PyYAML lacks libyaml walks the pure-Python parser's events the same way."""
+    monkeypatch.setattr(_yaml, "_LOADER", yaml.SafeLoader)
+
+    def pure_reference(document):
+        _yaml.check_limits(document)
+        return yaml.load(document, Loader=yaml.SafeLoader)  # nosec B506 - the pure-Python safe loader
+
+    assert outcome(_yaml.safe_load, text) == outcome(pure_reference, text)
