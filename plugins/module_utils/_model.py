@@ -331,28 +331,8 @@ MAX_NAME_LENGTH = 253  # a DNS name; longer is never a host, switch or rack name
 _SPACE_OR_FORBIDDEN = re.compile(r"[\s" + re.escape(FORBIDDEN_NAME_CHARACTERS) + "]")
 
 
-def name_problem(value):
-    """Why ``value`` cannot be a node, switch or domain name, or None when it can."""
-    if not isinstance(value, str):
-        return f"name must be a non-empty string, got {type(value).__name__} {clip(value)}"
-    if not value.strip():
-        return f"name must be a non-empty string, got {clip(value)}"
-    if len(value) > MAX_NAME_LENGTH:
-        return f"{clip(value)} is longer than {MAX_NAME_LENGTH} characters"
-    # Fast path, the same rule in C: every character printable and none white space or forbidden.
-    if value.isprintable() and _SPACE_OR_FORBIDDEN.search(value) is None:
-        return None
-    for char in value:
-        if char.isspace() or not char.isprintable():
-            return f"{clip(value)} contains white space or a control character ({char!r})"
-        if char in FORBIDDEN_NAME_CHARACTERS:
-            return (f"{clip(value)} contains {char!r}; names may not contain white space, control characters "
-                    f"or any of {' '.join(FORBIDDEN_NAME_CHARACTERS)}")
-    return None
-
-
 def names_are_valid(values):
-    """Whether every one of ``values`` (a list) is a valid name: name_problem's rule for all at once, in C."""
+    """Whether every one of ``values`` (a list) is a valid name: the rule itself, for all at once, in C."""
     # "_" is a valid name character, so the joined text is valid exactly when every name is.
     try:
         joined = "_".join(values)
@@ -360,6 +340,26 @@ def names_are_valid(values):
         return False
     return ("" not in values and joined.isprintable() and _SPACE_OR_FORBIDDEN.search(joined) is None
             and max(map(len, values), default=0) <= MAX_NAME_LENGTH)
+
+
+def name_problem(value):
+    """Why ``value`` cannot be a node, switch or domain name, or None when it can (names_are_valid's rule)."""
+    if names_are_valid([value]):
+        return None
+    # Only to say what is wrong.
+    if not isinstance(value, str):
+        return f"name must be a non-empty string, got {type(value).__name__} {clip(value)}"
+    if not value.strip():
+        return f"name must be a non-empty string, got {clip(value)}"
+    if len(value) > MAX_NAME_LENGTH:
+        return f"{clip(value)} is longer than {MAX_NAME_LENGTH} characters"
+    for char in value:
+        if char.isspace() or not char.isprintable():
+            return f"{clip(value)} contains white space or a control character ({char!r})"
+        if char in FORBIDDEN_NAME_CHARACTERS:
+            return (f"{clip(value)} contains {char!r}; names may not contain white space, control characters "
+                    f"or any of {' '.join(FORBIDDEN_NAME_CHARACTERS)}")
+    return None
 
 
 def check_name(value, what):
