@@ -23,11 +23,13 @@ OUTPUT := $(ROOT)/tests/output
 # Debian packages the Slurm test bed (debootstrap, lua5.4), the shellcheck sanity test and the
 # segment report's browser test (chromium, headless) need, and podman for the Molecule scenarios
 # and the execution environment (runc: crun fails on hybrid cgroup hosts; netavark +
-# aardvark-dns: the scenarios' networks; rootful, so no uidmap or slirp4netns).
+# aardvark-dns: the scenarios' networks, and iptables, which netavark calls to set up every
+# bridge network: without it each build or container fails with "netavark: No such file or
+# directory"; rootful, so no uidmap or slirp4netns).
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
 # openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
-APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns
+APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns iptables
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
