@@ -29,7 +29,9 @@ OUTPUT := $(ROOT)/tests/output
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
 # openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
-APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns iptables
+# busybox-static: the preflight's tiny container (tools/preflight.py).
+APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns iptables \
+                busybox-static
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
@@ -42,6 +44,9 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 ifdef CI
 export ANSIBLE_NOCOLOR := 1
 endif
+# Where a suite cannot run here: outside CI it is skipped, loudly; under CI=true that is a failure,
+# since a green CI run must mean every suite ran.
+SKIP_OR_FAIL := $(if $(filter-out 0 false no,$(CI)),echo "* CI=true: a suite that cannot run fails the run"; exit 1,true)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # ansible-rulebook (EDA tests, docs/event-driven.md) loads the JVM from JAVA_HOME.
 JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-*))
@@ -60,7 +65,7 @@ COMPAT_VENVS := $(SLURM_CACHE)/compat
 # rule that 2.19 dropped); AnsiballZ ships those packages whole, which the module run proves.
 COMPAT_SANITY_SKIP := --skip-test empty-init
 
-.PHONY: help setup venv link system-packages testbed k8s-testbed example test units integration \
+.PHONY: help setup preflight-host preflight-packages venv link system-packages testbed k8s-testbed example test units integration \
         sanity lint build compat release-notes bench bench-topograph clean images molecule
 # Molecule scenarios of `make molecule` (molecule/<name>), in order.
 MOLECULE_SCENARIOS := slurm_cluster imex
@@ -74,8 +79,17 @@ help:
 
 ## Setup ------------------------------------------------------------------------------
 
-setup: venv link system-packages testbed k8s-testbed images
+setup: preflight-host system-packages preflight-packages venv link testbed k8s-testbed images
 	@echo "setup: done"
+
+# The cheapest real check of every prerequisite, in seconds, before the long builds
+# (tools/preflight.py): what apt cannot install first, then every installed tool and a tiny
+# podman container on its own network. Under CI=true, what would make a suite skip fails here.
+preflight-host:
+	@$(PYTHON) "$(ROOT)/tools/preflight.py" host
+
+preflight-packages: system-packages
+	@$(PYTHON) "$(ROOT)/tools/preflight.py" packages
 
 # Idempotent: reinstalls only when the requirement files change (hash in $(VENV_STAMP)).
 # Under a lock: several make runs at once (parallel test sessions) must not install into .venv together.
@@ -126,6 +140,7 @@ testbed: venv
 	  echo "* with a real slurmctld) cannot be built: the tests marked 'slurm' will"; \
 	  echo "* be SKIPPED. Run as root for the full suite."; \
 	  echo "************************************************************************"; \
+	  $(SKIP_OR_FAIL); \
 	fi
 
 # Built from the Go module proxy once per machine (cold: about $(K8S_COLD_MINUTES) min on 2 cores), then cached
@@ -139,6 +154,7 @@ k8s-testbed: venv
 	  echo "* kube-scheduler and etcd built from the Go module proxy) cannot be built:"; \
 	  echo "* the tests marked 'k8s' will be SKIPPED. Install Go >= 1.26 for the full suite."; \
 	  echo "************************************************************************"; \
+	  $(SKIP_OR_FAIL); \
 	elif [ "$$rc" != 0 ]; then \
 	  exit "$$rc"; \
 	fi
@@ -155,6 +171,7 @@ images: venv system-packages
 	  echo "* Molecule scenarios and the execution environment test will be SKIPPED."; \
 	  echo "* Run as root on a machine with podman for the full suite."; \
 	  echo "************************************************************************"; \
+	  $(SKIP_OR_FAIL); \
 	elif [ "$$rc" != 0 ]; then \
 	  exit "$$rc"; \
 	fi
@@ -182,22 +199,19 @@ example: venv link system-packages testbed
 # summary (step logs are kept under tests/output/).
 test: setup
 	@mkdir -p "$(OUTPUT)"; \
+	rm -f $(foreach step,$(TEST_STEPS),"$(OUTPUT)/$(step).log"); \
 	rc=0; failed=; lines=(); \
 	for step in $(TEST_STEPS); do \
 	  if [ -n "$$failed" ]; then lines+=("$$(printf '%-12s %s' "$$step" 'not run')"); continue; fi; \
 	  echo; echo "==> make $$step"; start=$$SECONDS; \
 	  if $(MAKE) -C "$(ROOT)" $$step; then status=passed; else rc=$$?; status=FAILED; failed=$$step; fi; \
-	  detail=; \
-	  if [ -f "$(OUTPUT)/$$step.log" ]; then \
-	    detail=$$(sed -E 's/\x1b\[[0-9;]*m//g' "$(OUTPUT)/$$step.log" \
-	      | grep -aE '^=+ .* in [0-9.]+s|^(Passed|Failed): |^FATAL: |^build: .* OK|^ERROR: pytest|^molecule: |^\* molecule: ' \
-	      | tail -1 | sed -E 's/^=+ //; s/ =+$$//' | cut -c1-100 || true); \
-	  fi; \
+	  detail=$$($(PYTHON) "$(ROOT)/tools/step_summary.py" "$$step" "$(OUTPUT)/$$step.log" | cut -c1-110); \
 	  lines+=("$$(printf '%-12s %-7s %5ss  %s' "$$step" "$$status" "$$((SECONDS - start))" "$$detail")"); \
 	done; \
 	echo; echo "==================== make test summary ===================="; \
 	printf '%s\n' "$${lines[@]}"; \
 	if [ "$$(id -u)" != 0 ]; then echo "NOTE: not root: Slurm tests were skipped"; fi; \
+	$(PYTHON) "$(ROOT)/tools/step_summary.py" --total $(foreach step,$(TEST_STEPS),"$(OUTPUT)/$(step).log"); \
 	if [ -n "$$failed" ]; then echo "RESULT: FAILED at '$$failed' (exit $$rc)"; else echo "RESULT: all steps passed"; fi; \
 	exit $$rc
 
@@ -228,6 +242,7 @@ molecule: venv link images
 	  echo "************************************************************************" | tee "$(OUTPUT)/molecule.log"; \
 	  echo "* molecule: SKIPPED: $$reason" | tee -a "$(OUTPUT)/molecule.log"; \
 	  echo "************************************************************************" | tee -a "$(OUTPUT)/molecule.log"; \
+	  $(SKIP_OR_FAIL); \
 	  exit 0; \
 	fi; \
 	eval "$$("$(VENV)/bin/python" tools/container_images.py env)"; \
