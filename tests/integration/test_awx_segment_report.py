@@ -13,6 +13,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import ansible_runner
 import pytest
 import yaml
 
@@ -50,10 +51,9 @@ def test_report_template_and_schedule_are_created_once():
 
 
 def test_the_job_keeps_the_report_as_its_artifact(tmp_path):
-    runner = pytest.importorskip("ansible_runner", reason="ansible-runner is in tests/requirements.txt")
     dest = tmp_path / "segment-report.html"
     (tmp_path / "job").mkdir()
-    result = runner.run(private_data_dir=str(tmp_path / "job"), project_dir=str(REPO),
+    result = ansible_runner.run(private_data_dir=str(tmp_path / "job"), project_dir=str(REPO),
                         playbook="playbooks/segment_report.yml", inventory=str(REPO / "inventories" / "example"),
                         extravars={"segment_report_dest": str(dest)}, ident="report", quiet=True,
                         envvars={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"})

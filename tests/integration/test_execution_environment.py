@@ -18,6 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import ansible_runner
 import pytest
 
 from tests.integration.test_awx import clean_env, job_events, run, scm_checkout, tool
@@ -57,7 +58,6 @@ def private_data_dir(base):
 
 
 def run_job(base, ident, **isolation):
-    runner = pytest.importorskip("ansible_runner", reason="ansible-runner is in tests/requirements.txt")
     # Inside the container the private data dir is /runner; outside it is where it is.
     root = "/runner" if isolation else str(base)
     envvars = {"ANSIBLE_COLLECTIONS_PATH": f"{root}/requirements_collections", "ANSIBLE_NOCOLOR": "1"}
@@ -66,7 +66,7 @@ def run_job(base, ident, **isolation):
             patch.delenv(key, raising=False)
         if not isolation:
             patch.setenv("PATH", clean_env()["PATH"])
-        result = runner.run(private_data_dir=str(base), playbook="playbooks/site.yml", envvars=envvars,
+        result = ansible_runner.run(private_data_dir=str(base), playbook="playbooks/site.yml", envvars=envvars,
                             ident=ident, quiet=True, **isolation)
     artifacts = base / "artifacts" / ident
     return result, artifacts

@@ -6,6 +6,8 @@ its SigV4 Authorization header) and answers with the documented XML.
 
 from __future__ import annotations
 
+# Imported here, not skipped: boto3 is a requirement, and its absence fails this suite.
+import boto3  # noqa: F401  # pylint: disable=unused-import
 import pytest
 
 from tests.integration.fake_apis import (
@@ -18,8 +20,6 @@ from tests.integration.fake_apis import (
     text_reply,
     topology_info_run,
 )
-
-pytest.importorskip("boto3", reason="the aws provider needs boto3 (tests/requirements.txt)")
 
 CREDS = {"access_key_id": "AKIDTESTEXAMPLE", "secret_access_key": "aws-secret-9c1e7d", "session_token": "aws-session-4b2f"}
 XMLNS = "http://ec2.amazonaws.com/doc/2016-11-15/"

@@ -9,7 +9,9 @@ itself, and every request's ``authorization`` metadata is recorded.
 
 from __future__ import annotations
 
+import grpc  # noqa: F401  # pylint: disable=unused-import  # a requirement: its absence fails, never skips
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from tests.integration.fake_apis import (
     HANG,
@@ -21,10 +23,6 @@ from tests.integration.fake_apis import (
     topology_info_run,
 )
 
-pytest.importorskip("grpc", reason="the nebius provider needs grpcio (requirements.txt)")
-pytest.importorskip("google.protobuf", reason="the fake Nebius server needs protobuf (tests/requirements.txt)")
-
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # noqa: E402
 
 METHOD = "/nebius.compute.v1.InstanceService/List"
 TOKEN = "nebius-iam-token-c0ffee"

@@ -14,6 +14,9 @@ import base64
 import re
 
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from tests.integration.fake_apis import (
     HANG,
@@ -26,10 +29,6 @@ from tests.integration.fake_apis import (
     topology_info_run,
 )
 
-cryptography = pytest.importorskip("cryptography", reason="the oci provider signs requests with cryptography")
-from cryptography.exceptions import InvalidSignature  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: E402
 
 TENANCY = "ocid1.tenancy.oc1..aaaatenancy"
 USER = "ocid1.user.oc1..aaaauser"

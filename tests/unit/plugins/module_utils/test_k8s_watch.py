@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import kubernetes  # noqa: F401  # pylint: disable=unused-import  # a requirement: its absence fails, never skips
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_watch
-
-pytest.importorskip("kubernetes")
 
 CLIQUE = "nvidia.com/gpu.clique"
 
