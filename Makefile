@@ -29,9 +29,10 @@ OUTPUT := $(ROOT)/tests/output
 # (The Kubernetes test bed needs none: Go >= 1.26 comes with the machine, certificates come
 # from the cryptography package, and etcd is built from the Go module proxy.)
 # openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
-# busybox-static: the preflight's tiny container (tools/preflight.py).
+# busybox-static: the preflight's tiny container (tools/preflight.py); git: the AWX tests' project sync
+# and the release notes.
 APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns iptables \
-                busybox-static
+                busybox-static git
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
@@ -79,7 +80,11 @@ help:
 
 ## Setup ------------------------------------------------------------------------------
 
-setup: preflight-host system-packages preflight-packages venv link testbed k8s-testbed images
+# The three cold builds run side by side (-j3): the Kubernetes test bed is CPU-bound (go build),
+# the Slurm root and the images mostly wait on Debian's archive (debootstrap); each line says
+# which build printed it (no --output-sync: it would hold back the builds' progress lines).
+setup: preflight-host system-packages preflight-packages venv link
+	@$(MAKE) -C "$(ROOT)" -j3 testbed k8s-testbed images
 	@echo "setup: done"
 
 # The cheapest real check of every prerequisite, in seconds, before the long builds
@@ -262,6 +267,8 @@ sanity: venv
 lint: venv
 	@mkdir -p "$(OUTPUT)"
 	@cd "$(ROOT)" && "$(VENV)/bin/ansible-lint" --offline $(if $(CI),--nocolor,) 2>&1 | tee "$(OUTPUT)/lint.log"
+	@# A warning from Ansible while the project is linted is a defect of the project (the green path prints none).
+	@if grep -a '\[WARNING\]:' "$(OUTPUT)/lint.log"; then echo "ERROR: Ansible printed the warning above while linting"; exit 1; fi
 
 # Build the artifact, install it into a scratch collections path and check that
 # ansible-doc finds the module there (not in this checkout).

@@ -56,6 +56,7 @@ COMMANDS = [
     (["/usr/lib/podman/netavark", "--version"], "netavark", "podman's networks"),
     (["/usr/lib/podman/aardvark-dns", "--version"], "aardvark-dns", "name resolution on podman's networks"),
     (["busybox", "--help"], "busybox-static", "the preflight's own tiny container"),
+    (["git", "--version"], "git", "the AWX tests' project sync and the release notes"),
 ]
 
 
