@@ -66,7 +66,7 @@ COMPAT_VENVS := $(SLURM_CACHE)/compat
 # rule that 2.19 dropped); AnsiballZ ships those packages whole, which the module run proves.
 COMPAT_SANITY_SKIP := --skip-test empty-init
 
-.PHONY: help setup preflight-host preflight-packages venv link system-packages testbed k8s-testbed example test units integration \
+.PHONY: help setup preflight-host preflight-packages venv link system-packages testbed k8s-testbed ee-image compat-venvs sanity-venvs example test units integration \
         sanity lint build compat release-notes bench bench-topograph clean images molecule
 # Molecule scenarios of `make molecule` (molecule/<name>), in order.
 MOLECULE_SCENARIOS := slurm_cluster imex
@@ -80,11 +80,11 @@ help:
 
 ## Setup ------------------------------------------------------------------------------
 
-# The three cold builds run side by side (-j3): the Kubernetes test bed is CPU-bound (go build),
-# the Slurm root and the images mostly wait on Debian's archive (debootstrap); each line says
+# The cold builds run side by side (-j4): the Kubernetes test bed is CPU-bound (go build), the
+# Slurm root and the images mostly wait on Debian's archive and PyPI (debootstrap, pip); each line says
 # which build printed it (no --output-sync: it would hold back the builds' progress lines).
 setup: preflight-host system-packages preflight-packages venv link
-	@$(MAKE) -C "$(ROOT)" -j3 testbed k8s-testbed images
+	@$(MAKE) -C "$(ROOT)" -j4 testbed k8s-testbed ee-image sanity-venvs
 	@echo "setup: done"
 
 # The cheapest real check of every prerequisite, in seconds, before the long builds
@@ -176,6 +176,18 @@ images: venv system-packages
 	  echo "* Molecule scenarios and the execution environment test will be SKIPPED."; \
 	  echo "* Run as root on a machine with podman for the full suite."; \
 	  echo "************************************************************************"; \
+	  $(SKIP_OR_FAIL); \
+	elif [ "$$rc" != 0 ]; then \
+	  exit "$$rc"; \
+	fi
+
+# The execution environment (ansible-builder onto the ee-base image; pip from PyPI, several
+# minutes cold), built in setup beside the other builds rather than inside the integration step;
+# tests/integration/test_execution_environment.py reuses the tag. Skipped with images (exit 3).
+ee-image: images link
+	@echo "setup: execution environment image (built once per definition, several minutes cold)"; \
+	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/execution_environment.py" build || rc=$$?; \
+	if [ "$$rc" = 3 ]; then \
 	  $(SKIP_OR_FAIL); \
 	elif [ "$$rc" != 0 ]; then \
 	  exit "$$rc"; \
@@ -313,9 +325,10 @@ build: venv
 
 # Sanity and units on the older ansible-core releases requires_ansible covers, each in a small
 # virtual environment kept in $(COMPAT_VENVS) and rebuilt only when its requirements change.
-compat: link
-	@mkdir -p "$(OUTPUT)" "$(COMPAT_VENVS)"
-	@cd "$(ROOT)"; set -o pipefail; for core in $(COMPAT_CORE); do \
+# The compat virtual environments (pip, a few minutes cold): built in setup beside the other builds.
+compat-venvs:
+	@mkdir -p "$(COMPAT_VENVS)"
+	@cd "$(ROOT)"; for core in $(COMPAT_CORE); do \
 	  venv="$(COMPAT_VENVS)/ansible-core-$$core"; \
 	  reqs=("ansible-core==$$core.*" "pytest>=9.0,<10" "hypothesis>=6.170,<7" -r requirements.txt); \
 	  exec 9>"$$venv.lock"; flock 9; \
@@ -328,6 +341,23 @@ compat: link
 	    echo "$$want" > "$$venv/.requirements.sha256"; \
 	  fi; \
 	  exec 9>&-; \
+	done
+
+# ansible-test's own virtual environments for each sanity test (pip, minutes cold; cached in
+# ~/.ansible/test/venv), for .venv's ansible-core and each compat release: one after another, since
+# releases with equal pins share a directory.
+sanity-venvs: venv compat-venvs
+	@mkdir -p "$(OUTPUT)"; "$(ROOT)/tests/sanity.sh" --prime-venvs > "$(OUTPUT)/sanity-venvs.log"
+	@for core in $(COMPAT_CORE); do \
+	  VENV="$(COMPAT_VENVS)/ansible-core-$$core" "$(ROOT)/tests/sanity.sh" $(COMPAT_SANITY_SKIP) --prime-venvs \
+	    >> "$(OUTPUT)/sanity-venvs.log"; \
+	done
+	@echo "setup: ansible-test's sanity environments are ready"
+
+compat: link compat-venvs
+	@mkdir -p "$(OUTPUT)"
+	@cd "$(ROOT)"; set -o pipefail; for core in $(COMPAT_CORE); do \
+	  venv="$(COMPAT_VENVS)/ansible-core-$$core"; \
 	  echo "==> compat: ansible-core $$("$$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)'): units"; \
 	  PYTHONPATH="$(COLLECTIONS)" "$$venv/bin/python" -m pytest tests/unit -q -p no:cacheprovider $(PYTEST_ARGS); \
 	  echo "==> compat: ansible-core $$core: a module run through AnsiballZ"; \
