@@ -33,18 +33,29 @@ def provider_arg_spec(model=False, output_file=False):
     return spec
 
 
-# The rendering options of slurm_topology, shared with slinky_topology.
+# The block layout: the rendering modules and segment_capacity (doc fragment render.LAYOUT).
+LAYOUT_ARG_SPEC = {
+    "block_sizes": {"type": "list", "elements": "int"},
+    "domain_order": {"type": "list", "elements": "str"},
+}
+
+# The rendering options of slurm_topology and slinky_topology (doc fragments render, render.LAYOUT).
 RENDER_ARG_SPEC = {
     "plugin": {"type": "str", "choices": ["topology/tree", "topology/block"]},
-    "block_sizes": {"type": "list", "elements": "int"},
     "topologies": {"type": "dict"},
-    "domain_order": {"type": "list", "elements": "str"},
     "block_naming": {"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
     "block_name_pattern": {"type": "dict", "options": {
         "regexp": {"type": "str", "required": True},
         "format": {"type": "str", "required": True},
     }},
     "no_topology_switch": {"type": "str", "default": "no-topology"},
+    **LAYOUT_ARG_SPEC,
+}
+
+# The shrink guard of the modules that replace a topology (doc fragment render.SHRINK_GUARD).
+SHRINK_GUARD_ARG_SPEC = {
+    "max_node_loss": {"type": "float", "default": 10.0},
+    "force": {"type": "bool", "default": False},
 }
 
 # Module options: one source of the topology, never both.

@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._common import LAYOUT_ARG_SPEC
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
 
 ARG_SPEC = {
-    "block_sizes": {"type": "list", "elements": "int"},
-    "domain_order": {"type": "list", "elements": "str"},
+    **LAYOUT_ARG_SPEC,
     "node_states": {"type": "dict"},
     "scontrol_path": {"type": "str", "default": "scontrol"},
     "segment_sizes": {"type": "list", "elements": "int"},

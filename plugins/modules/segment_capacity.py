@@ -26,19 +26,8 @@ extends_documentation_fragment:
   - aifactory.topology.provider.MODEL
   - aifactory.topology.attributes
   - aifactory.topology.attributes.INFO_MODULE
+  - aifactory.topology.render.LAYOUT
 options:
-  block_sizes:
-    description:
-      - Block sizes as given to M(aifactory.topology.slurm_topology), base size first.
-      - Without it the base size is the largest rack's node count and only that level is enforced.
-    type: list
-    elements: int
-  domain_order:
-    description:
-      - Accelerator domains (racks) in physical order, as given to M(aifactory.topology.slurm_topology).
-        A listed domain without nodes is an empty placeholder block at its position.
-    type: list
-    elements: str
   node_states:
     description:
       - Node name to Slurm state (V(idle), V(allocated), V(mixed), V(drain), V(drained), V(down), V(fail),

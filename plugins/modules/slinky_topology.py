@@ -26,6 +26,9 @@ extends_documentation_fragment:
   - aifactory.topology.k8s_auth
   - aifactory.topology.k8s_auth.WRITES
   - aifactory.topology.attributes
+  - aifactory.topology.render
+  - aifactory.topology.render.LAYOUT
+  - aifactory.topology.render.SHRINK_GUARD
 options:
   namespace:
     description: The Slurm namespace, where the ConfigMap and the slurmd pods are.
@@ -39,60 +42,11 @@ options:
     description: The key (file name) the topology is written to, such as V(topology.conf) or V(topology.yaml).
     type: str
     default: topology.conf
-  plugin:
-    description:
-      - V(topology/tree) or V(topology/block), as in M(aifactory.topology.slurm_topology).
-      - Defaults to V(topology/tree) when O(topologies) is not set. Mutually exclusive with O(topologies).
-    type: str
-    choices: [topology/tree, topology/block]
-  block_sizes:
-    description: Block sizes for V(topology/block), as in M(aifactory.topology.slurm_topology).
-    type: list
-    elements: int
-  topologies:
-    description:
-      - One topology per partition (C(topology.yaml)), as in M(aifactory.topology.slurm_topology), except that
-        C(partition) cannot be resolved here; give each topology's C(nodes) instead.
-    type: dict
-  domain_order:
-    description: Accelerator domains in physical order, as in M(aifactory.topology.slurm_topology).
-    type: list
-    elements: str
-  block_naming:
-    description: V(domain) names blocks after their domain; V(topograph) reproduces Topograph's C(block001) names.
-    type: str
-    choices: [domain, topograph]
-    default: domain
-  block_name_pattern:
-    description: Names blocks from their nodes' names, as in M(aifactory.topology.slurm_topology).
-    type: dict
-    suboptions:
-      regexp:
-        description: The pattern each node name must match (searched, not anchored).
-        type: str
-        required: true
-      format:
-        description: The name it gives, where C(${1}) or C(${name}) stand for captured groups.
-        type: str
-        required: true
-  no_topology_switch:
-    description: The pseudo root switch for nodes without a leaf switch (V(topology/tree)); empty leaves them out.
-    type: str
-    default: no-topology
   skeleton_only:
     description:
       - Write switches and blocks without their nodes (Topograph's C(skeleton-only) mode), for Slurm clusters
         whose nodes register dynamically and take their place from O(use_dynamic_nodes).
-    type: bool
-    default: false
-  max_node_loss:
-    description:
-      - Shrink guard, as in M(aifactory.topology.slurm_topology), for full (not skeleton) content.
-      - Content with no nodes never replaces content that has some, whatever O(force) says.
-    type: float
-    default: 10
-  force:
-    description: Accept a change that drops more nodes than O(max_node_loss) allows.
+      - The shrink guard (O(max_node_loss)) checks full content only, since skeleton content holds no nodes.
     type: bool
     default: false
   use_dynamic_nodes:
@@ -167,6 +121,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers import
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
     RENDER_ARG_SPEC,
+    SHRINK_GUARD_ARG_SPEC,
     load_topology,
     warning_collector,
 )
@@ -178,13 +133,12 @@ def main():
         configmap_name={"type": "str", "required": True},
         configmap_key={"type": "str", "default": "topology.conf", "no_log": False},
         skeleton_only={"type": "bool", "default": False},
-        max_node_loss={"type": "float", "default": 10.0},
-        force={"type": "bool", "default": False},
         use_dynamic_nodes={"type": "bool", "default": False},
         pod_selector={"type": "dict"},
         slurm_node_name_label={"type": "str", "default": "slurm.node.name"},
     )
     argument_spec.update(RENDER_ARG_SPEC)
+    argument_spec.update(SHRINK_GUARD_ARG_SPEC)
     module = AnsibleModule(
         argument_spec=argument_spec,
         mutually_exclusive=INPUT_CONSTRAINTS["mutually_exclusive"] + [("plugin", "topologies")],

@@ -16,6 +16,8 @@ description:
   - Block layout follows the physical rack order (O(domain_order)); a declared rack without nodes
     becomes an empty placeholder block at its position, so aggregated blocks stay aligned.
   - Block sizes are validated here, because Slurm before 26.05.3 silently accepts bad ones in topology.yaml.
+  - The shrink guard (O(max_node_loss)) reads the current O(dest), checks, and renames the new file under a lock on
+    the directory of O(dest), so concurrent runs cannot both pass it.
 author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
@@ -25,67 +27,10 @@ extends_documentation_fragment:
   - aifactory.topology.attributes
   - aifactory.topology.attributes.FILE_MODULE
   - ansible.builtin.files
+  - aifactory.topology.render
+  - aifactory.topology.render.LAYOUT
+  - aifactory.topology.render.SHRINK_GUARD
 options:
-  plugin:
-    description:
-      - The Slurm topology plugin for C(topology.conf).
-      - Defaults to V(topology/tree) when O(topologies) is not set.
-      - Mutually exclusive with O(topologies).
-    type: str
-    choices: [topology/tree, topology/block]
-  block_sizes:
-    description:
-      - Block sizes for V(topology/block), base size first, each next one the base times a power of two (at most 2^15), ascending.
-      - Without it the base size is the largest rack's node count and only that level is enforced.
-      - Always written explicitly, since an omitted C(BlockSizes) makes Slurm enforce 1, 2, 4, 8 and 16 rack alignment.
-    type: list
-    elements: int
-  topologies:
-    description:
-      - Named topologies for C(topology.yaml), one per partition. Keys are topology names.
-      - Each value takes C(plugin) (V(topology/tree), V(topology/block) or V(topology/flat)), C(block_sizes),
-        C(cluster_default) (exactly one topology must set it), and C(nodes) (a hostlist) or C(partition)
-        (its nodes are read with C(scontrol show partition) where Slurm runs). Without C(nodes) and
-        C(partition) a topology covers every node of the model.
-      - Nodes that are not in the model are left out with a warning; a tree or block topology with none
-        of its nodes in the model is written as C(flat).
-    type: dict
-  domain_order:
-    description:
-      - Accelerator domains (racks) in physical order. A listed domain with no discovered nodes becomes an
-        empty placeholder block at its position; discovered domains that are not listed are appended
-        after, naturally sorted, with a warning.
-      - Defaults to the order the provider declares (the V(inventory) provider's C(domains)), else natural sort.
-    type: list
-    elements: str
-  block_naming:
-    description:
-      - V(domain) names each block after its domain (sanitised for Slurm), so a rack that appears or
-        disappears never renames another block.
-      - V(topograph) reproduces NVIDIA Topograph's layout exactly, positional C(block001) names included.
-    type: str
-    choices: [domain, topograph]
-    default: domain
-  block_name_pattern:
-    description:
-      - Names non-empty blocks from their nodes' names, as Topograph's C(blockName) does.
-      - Every node of a block must match and give the same name.
-    type: dict
-    suboptions:
-      regexp:
-        description: A regular expression searched in each node name.
-        type: str
-        required: true
-      format:
-        description: The block name, with C(${1}) or C(${name}) for captured groups.
-        type: str
-        required: true
-  no_topology_switch:
-    description:
-      - For V(topology/tree), the pseudo root switch that holds nodes without a leaf switch, as Topograph does.
-      - Set to an empty string to leave such nodes out of the file (with a warning).
-    type: str
-    default: no-topology
   header:
     description:
       - A comment written at the top of the file. An empty string writes none.
@@ -97,21 +42,6 @@ options:
       - A command run on the new file before it replaces O(dest); C(%s) stands for the file's path.
       - When it fails, O(dest) is left as it was and the task fails with the command's output.
     type: str
-  max_node_loss:
-    description:
-      - Shrink guard. Refuse to replace O(dest) with a file that drops more than this percentage of the
-        nodes the current file holds, unless O(force) is set.
-      - A result with no nodes never replaces a file that has some, whatever O(force) says.
-      - A number from 0 to 100; C(nan) and infinities are errors.
-      - A current file the guard cannot read fails the task unless O(force) is set (it fails closed).
-      - Reading the current file, this check and the rename happen under a lock on the directory of O(dest),
-        so concurrent runs cannot both pass it.
-    type: float
-    default: 10
-  force:
-    description: Accept a change that drops more nodes than O(max_node_loss) allows.
-    type: bool
-    default: false
   scontrol_path:
     description: The scontrol command used to resolve C(partition) in O(topologies).
     type: str
@@ -197,6 +127,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines import
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
     RENDER_ARG_SPEC,
+    SHRINK_GUARD_ARG_SPEC,
     load_topology,
     provider_arg_spec,
     warning_collector,
@@ -214,11 +145,10 @@ from ansible_collections.aifactory.topology.plugins.module_utils._errors import 
 def main():
     argument_spec = provider_arg_spec(model=True, output_file=True)
     argument_spec.update(RENDER_ARG_SPEC)
+    argument_spec.update(SHRINK_GUARD_ARG_SPEC)
     argument_spec.update(
         header={"type": "str", "default": job.DEFAULT_HEADER},
         validate={"type": "str"},
-        max_node_loss={"type": "float", "default": 10.0},
-        force={"type": "bool", "default": False},
         scontrol_path={"type": "str", "default": "scontrol"},
     )
     module = AnsibleModule(
