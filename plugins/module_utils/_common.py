@@ -58,6 +58,12 @@ SHRINK_GUARD_ARG_SPEC = {
     "force": {"type": "bool", "default": False},
 }
 
+# How the modules that ask Slurm run scontrol (doc fragment scontrol).
+SCONTROL_ARG_SPEC = {
+    "scontrol_path": {"type": "str", "default": "scontrol"},
+    "scontrol_timeout": {"type": "float", "default": 60.0},
+}
+
 # Module options: one source of the topology, never both.
 INPUT_CONSTRAINTS = {"mutually_exclusive": [("provider", "model")], "required_one_of": [("provider", "model")]}
 

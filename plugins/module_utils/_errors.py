@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's exceptions: one base, three kinds a caller can tell apart.
+"""The collection's exceptions: one base, four kinds a caller can tell apart.
 
 Modules catch ``AifactoryTopologyError`` and fail with its message; code that must react to one
 kind (a remote failure that only warns, say) catches that kind alone.
@@ -27,6 +27,11 @@ class RemoteAPIError(AifactoryTopologyError):
 
 class LocalFileError(AifactoryTopologyError):
     """A local file that could not be read or written; the message names the file."""
+
+
+class CommandError(AifactoryTopologyError):
+    """A local command (scontrol, nvidia-smi) that could not run, failed, overran its time or output
+    limit, or printed something that is not text; the message names the command (_command.py)."""
 
 
 # What a message may show of a value: a short prefix, never a credential.

@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._common import LAYOUT_ARG_SPEC
+from ansible_collections.aifactory.topology.plugins.module_utils._common import LAYOUT_ARG_SPEC, SCONTROL_ARG_SPEC
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
 
 ARG_SPEC = {
     **LAYOUT_ARG_SPEC,
     "node_states": {"type": "dict"},
-    "scontrol_path": {"type": "str", "default": "scontrol"},
+    **SCONTROL_ARG_SPEC,
     "segment_sizes": {"type": "list", "elements": "int"},
     "unavailability_rates": {"type": "list", "elements": "float", "default": list(capacity.DEFAULT_RATES)},
     "min_share": {"type": "float", "default": capacity.DEFAULT_MIN_SHARE},

@@ -15,7 +15,7 @@ description:
     the largest C(sbatch -N) Slurm accepts with each C(--segment) size, the job sizes it accepts without
     C(--segment), and the expected usable share of the cluster when nodes fail at a rate λ.
   - Node states come from C(scontrol show nodes --json) (O(scontrol_path)) or, for what-if planning,
-    from O(node_states).
+    from O(node_states). Nodes of the topology that Slurm does not list are counted as down, with a warning.
   - The rules it follows are written out in docs/segment-capacity.md of the collection. The filter
     P(aifactory.topology.segment_report_html#filter) turns the result into a self-contained HTML report.
   - Read-only; it never changes anything.
@@ -27,6 +27,7 @@ extends_documentation_fragment:
   - aifactory.topology.attributes
   - aifactory.topology.attributes.INFO_MODULE
   - aifactory.topology.render.LAYOUT
+  - aifactory.topology.scontrol
 options:
   node_states:
     description:
@@ -35,12 +36,6 @@ options:
       - Nodes not listed are idle. A node that is not in the topology is an error.
       - When set, C(scontrol) is not run.
     type: dict
-  scontrol_path:
-    description:
-      - The scontrol command run as C(<scontrol_path> show nodes --json) when O(node_states) is not set.
-      - Nodes of the topology that Slurm does not list are counted as down, with a warning.
-    type: str
-    default: scontrol
   segment_sizes:
     description:
       - The C(--segment) sizes to evaluate, each between 1 and the base block size.
@@ -252,6 +247,7 @@ import gc
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _command
 from ansible_collections.aifactory.topology.plugins.module_utils import _segment_capacity as job
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
@@ -259,7 +255,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -270,14 +266,8 @@ def main():
     warn, warnings = warning_collector(module)
 
     def read_scontrol_json():
-        command = [params["scontrol_path"], "show", "nodes", "--json"]
-        try:
-            rc, out, err = module.run_command(command)
-        except OSError as exc:
-            raise TopologyError(f"cannot run {' '.join(command)}: {exc}") from None
-        if rc != 0:
-            raise TopologyError(f"{' '.join(command)} failed (exit {rc}): {(err or out).strip()[:2000] or 'no output'}")
-        return out
+        return _command.run_checked([params["scontrol_path"], "show", "nodes", "--json"],
+                                    timeout=params["scontrol_timeout"])
 
     # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
     gc.disable()

@@ -16,6 +16,7 @@ description:
   - Block layout follows the physical rack order (O(domain_order)); a declared rack without nodes
     becomes an empty placeholder block at its position, so aggregated blocks stay aligned.
   - Block sizes are validated here, because Slurm before 26.05.3 silently accepts bad ones in topology.yaml.
+  - C(scontrol show partition) (O(scontrol_path)) is run only to resolve a topology's C(partition) (O(topologies)).
   - The shrink guard (O(max_node_loss)) reads the current O(dest), checks, and renames the new file under a lock on
     the directory of O(dest), so concurrent runs cannot both pass it.
 author:
@@ -30,6 +31,7 @@ extends_documentation_fragment:
   - aifactory.topology.render
   - aifactory.topology.render.LAYOUT
   - aifactory.topology.render.SHRINK_GUARD
+  - aifactory.topology.scontrol
 options:
   header:
     description:
@@ -42,10 +44,6 @@ options:
       - A command run on the new file before it replaces O(dest); C(%s) stands for the file's path.
       - When it fails, O(dest) is left as it was and the task fails with the command's output.
     type: str
-  scontrol_path:
-    description: The scontrol command used to resolve C(partition) in O(topologies).
-    type: str
-    default: scontrol
 """
 
 EXAMPLES = r"""
@@ -123,10 +121,12 @@ import contextlib
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _command
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
     RENDER_ARG_SPEC,
+    SCONTROL_ARG_SPEC,
     SHRINK_GUARD_ARG_SPEC,
     load_topology,
     provider_arg_spec,
@@ -139,17 +139,17 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
     read_text,
     resolve_dest,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, CommandError
 
 
 def main():
     argument_spec = provider_arg_spec(model=True, output_file=True)
     argument_spec.update(RENDER_ARG_SPEC)
     argument_spec.update(SHRINK_GUARD_ARG_SPEC)
+    argument_spec.update(SCONTROL_ARG_SPEC)
     argument_spec.update(
         header={"type": "str", "default": job.DEFAULT_HEADER},
         validate={"type": "str"},
-        scontrol_path={"type": "str", "default": "scontrol"},
     )
     module = AnsibleModule(
         argument_spec=argument_spec,
@@ -161,9 +161,11 @@ def main():
     params = module.params
 
     def resolve_partition(partition):
-        rc, out, err = module.run_command([params["scontrol_path"], "show", "partition", "-o", partition])
-        if rc != 0:
-            raise TopologyError(f"cannot read partition {partition!r} with scontrol: {(err or out).strip()}")
+        try:
+            out = _command.run_checked([params["scontrol_path"], "show", "partition", "-o", partition],
+                                       timeout=params["scontrol_timeout"])
+        except CommandError as exc:
+            raise CommandError(f"cannot read partition {partition!r} with scontrol: {exc}") from None
         return job.parse_partition_nodes(partition, out)
 
     warn, warnings = warning_collector(module)

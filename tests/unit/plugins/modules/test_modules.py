@@ -147,7 +147,8 @@ def test_topology_yaml_with_partition_resolved_by_scontrol(run, tmp_path):
     missing = run(slurm_topology, dict(NVL72, topologies={"x": {"plugin": "topology/tree", "partition": "gone",
                                                                 "cluster_default": True}},
                                        scontrol_path=str(scontrol)))
-    assert missing["failed"] and "cannot read partition 'gone' with scontrol: slurm_load_partitions" in missing["msg"]
+    assert missing["failed"] and "cannot read partition 'gone' with scontrol: " in missing["msg"]
+    assert "show partition -o gone failed (exit 1): slurm_load_partitions: Invalid partition name" in missing["msg"]
     odd = run(slurm_topology, dict(NVL72, topologies={"x": {"plugin": "topology/tree", "partition": "odd",
                                                             "cluster_default": True}},
                                    scontrol_path=str(scontrol), dest=str(tmp_path / "odd.yaml")))

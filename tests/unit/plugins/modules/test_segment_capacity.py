@@ -76,3 +76,13 @@ def test_scontrol_failure_or_malformed_json_is_a_clear_error(run, tmp_path, body
     assert result["failed"]
     assert re.search(words, result["msg"]), result["msg"]
     assert "scontrol" in result["msg"]
+
+
+def test_a_hung_scontrol_behind_a_wrapper_fails_in_time(run, tmp_path):
+    # `ssh ctl scontrol`-like: the wrapper exits, its child hangs holding the pipes.
+    wrapper = tmp_path / "scontrol"
+    wrapper.write_text("#!/bin/sh\nsleep 300 &\nexit 0\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    result = run(dict(BASE, scontrol_path=str(wrapper), scontrol_timeout=1))
+    assert result["failed"]
+    assert "show nodes --json did not finish within 1 s; it was killed with every process it started" in result["msg"]
