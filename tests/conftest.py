@@ -5,6 +5,9 @@
   is missing (a bare pytest run), a temporary one is made, and removed when pytest exits.
 * ``tools/`` is on sys.path, so tests import the test beds as ``import slurm_testbed``.
 * Ansible's tools are found by ``tests.ansible_run.tool`` (the .venv's, whatever PATH says).
+* hypothesis runs with the profile ``aifactory``: no deadline and no too-slow health check, so no
+  property fails because the machine is busy (a test that sets its own settings says
+  ``deadline=None`` as well).
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+# Both are timing thresholds: a loaded 2-core machine would fail a correct property.
+settings.register_profile("aifactory", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("aifactory")
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = str(REPO / "tools")
