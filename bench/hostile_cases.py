@@ -573,13 +573,19 @@ case(H, "lambda API drips, retried until the discovery deadline")(lambda tmp: wi
 for fault in ("loop", "garbage", "bad-gzip", "cut-chunked", "deep-json"):
     @case(H, f"netq NMX {fault} only warns", expect="ok")
     def hostile_case_23(tmp, fault=fault):
-        from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq
+        from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq, validate
         from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
         topology = Topology()
         topology.add_node("n1")
         warnings = []
-        with_faults(lambda server: netq._add_nvlink_domains(topology, {"timeout": 3}, server.url(f"/{fault}"),
-                                                            ("u", "p"), warnings.append))
+
+        def add_domains(server):
+            # The params as discover() hands them to the provider: validated, defaults filled in.
+            params, _creds = validate("netq", {"api_url": server.url(f"/{fault}"), "timeout": 3},
+                                      {"username": "u", "password": "p"})
+            netq._add_nvlink_domains(topology, params, params["api_url"], ("u", "p"), warnings.append)
+
+        with_faults(add_domains)
         if len(warnings) != 1:
             raise WrongOutput(f"expected one warning, got {warnings}")
 
