@@ -2,22 +2,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run every hostile case of docs/security.md in its own process; count outcomes per class.
 
-Each case runs in a child process (``--case NAME``) that prints one JSON line: what happened
-(``error`` with the message, ``ok`` with warnings, ``crash`` with the exception type). The
-parent kills a child after ``--limit`` seconds (a hang) and reads its peak memory from
-``wait4``. Outcome per case:
+The cases are registered here; how each runs in its own child process (``--case NAME``), is
+killed after ``--limit`` seconds (a hang) and is judged (clear error, unhandled, wrong output,
+hang, data lost, secret printed) is tests/hostile_campaign.py, which
+tests/integration/test_hostile_campaign.py shares: there every case is a test that fails
+unless it is decided as documented. This script prints each case's verdict, time and peak
+memory, then the table per class of docs/security.md.
 
-  clear error      the collection raised its own error (or a module failed with a message)
-                   that quotes no secret and no more than 600 characters
-  unhandled        any other exception, a module traceback, a message that is too long
-  wrong output     the case was accepted although it must fail (or failed although it must pass)
-  hang             not decided within the limit (default 30 s)
-  data lost        a file the case must not touch was changed or removed
-  secret printed   a credential of the case appears in any output
-
-It measures only; nothing is asserted. ``python bench/hostile_cases.py [--limit 30] [--only TEXT]
-[--json FILE]``. Needs the collection importable (as bench/run.py arranges) and, for the HTTP
-cases, nothing but 127.0.0.1.
+``python bench/hostile_cases.py [--limit 30] [--only TEXT] [--json FILE]``. Needs the collection
+importable (as bench/run.py arranges) and, for the HTTP cases, nothing but 127.0.0.1; the cases
+that mount file systems, make device nodes or set chattr +i need root.
 """
 
 from __future__ import annotations
@@ -31,35 +25,16 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # tests.fault_http
-MAX_MESSAGE = 600
+sys.path.insert(0, str(REPO))  # tests.hostile_campaign, tests.fault_http
+from tests.hostile_campaign import (  # noqa: E402  # pylint: disable=wrong-import-position
+    CASES, VERDICTS, DataLost, ModuleFailed, WrongOutput, case, make_collection_importable, run_case, run_in_child)
+
 CLASSES = ["simulation and compact models", "inventory variables", "ibnetdiscover text",
            "options and destinations", "kill -9 and concurrency", "shrink guard", "secrets", "HTTP providers"]
-CASES = {}
-
-
-def _importable():
-    try:
-        import ansible_collections.aifactory.topology  # noqa: F401  # pylint: disable=unused-import
-    except ImportError:
-        root = Path(tempfile.mkdtemp(prefix="aifactory-hostile-"))
-        (root / "ansible_collections" / "aifactory").mkdir(parents=True)
-        os.symlink(REPO, root / "ansible_collections" / "aifactory" / "topology")
-        sys.path.insert(0, str(root))
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
-
-
-def case(klass, name, expect="error", secret=None):
-    """Register ``fn(tmp)``: returns normally (accepted) or raises; ``expect`` is error|ok."""
-    def register(fn):
-        CASES[name] = (klass, expect, secret, fn)
-        return fn
-    return register
 
 
 # -- helpers used by the cases (run in the child) ----------------------------------------------
@@ -83,10 +58,6 @@ def simulation(tmp, text, mode="w"):
 def compact(data):
     from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
     return Topology.from_compact(dict({"format": "aifactory.topology/v1"}, **data))
-
-
-class ModuleFailed(Exception):
-    pass
 
 
 def module(tmp, args, check=False, diff=False, name="slurm_topology", timeout=None):
@@ -286,7 +257,7 @@ def hostile_case_7(tmp):
     return render(tmp, dest=tmp / "fifo")
 
 
-@case(O, "dest is a character device")
+@case(O, "dest is a character device", needs_root=True)
 def hostile_case_8(tmp):
     os.mknod(tmp / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     return render(tmp, dest=tmp / "null")
@@ -356,7 +327,7 @@ def _kept(dest, old, fn):
             raise DataLost(f"{dest} changed although the task failed")
 
 
-@case(O, "dest on a full file system")
+@case(O, "dest on a full file system", needs_root=True)
 def hostile_case_13(tmp):
     with _tmpfs(tmp, "size=8k") as mount:
         dest = mount / "topology.conf"
@@ -366,7 +337,7 @@ def hostile_case_13(tmp):
         return _kept(dest, GOOD_CONF, lambda: render(tmp, dest=dest, model=big, force=True))
 
 
-@case(O, "dest on a read-only mount")
+@case(O, "dest on a read-only mount", needs_root=True)
 def hostile_case_14(tmp):
     with _tmpfs(tmp, "size=64k") as mount:
         dest = mount / "topology.conf"
@@ -375,7 +346,7 @@ def hostile_case_14(tmp):
         return _kept(dest, GOOD_CONF.replace("10", "9"), lambda: render(tmp, dest=dest))
 
 
-@case(O, "dest immutable (chattr +i)")
+@case(O, "dest immutable (chattr +i)", needs_root=True)
 def hostile_case_15(tmp):
     dest = tmp / "topology.conf"
     dest.write_text(GOOD_CONF.replace("10", "9"))
@@ -384,14 +355,6 @@ def hostile_case_15(tmp):
         return _kept(dest, GOOD_CONF.replace("10", "9"), lambda: render(tmp, dest=dest))
     finally:
         subprocess.run(["chattr", "-i", str(dest)], check=False)
-
-
-class DataLost(Exception):
-    pass
-
-
-class WrongOutput(Exception):
-    pass
 
 
 # -- kill -9 and concurrency -----------------------------------------------------------------
@@ -573,55 +536,24 @@ case(H, "lambda API drips, retried until the discovery deadline")(lambda tmp: wi
 for fault in ("loop", "garbage", "bad-gzip", "cut-chunked", "deep-json"):
     @case(H, f"netq NMX {fault} only warns", expect="ok")
     def hostile_case_23(tmp, fault=fault):
-        from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq
+        from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq, validate
         from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
         topology = Topology()
         topology.add_node("n1")
         warnings = []
-        with_faults(lambda server: netq._add_nvlink_domains(topology, {"timeout": 3}, server.url(f"/{fault}"),
-                                                            ("u", "p"), warnings.append))
+
+        def add_domains(server):
+            # The params as discover() hands them to the provider: validated, defaults filled in.
+            params, _creds = validate("netq", {"api_url": server.url(f"/{fault}"), "timeout": 3},
+                                      {"username": "u", "password": "p"})
+            netq._add_nvlink_domains(topology, params, params["api_url"], ("u", "p"), warnings.append)
+
+        with_faults(add_domains)
         if len(warnings) != 1:
             raise WrongOutput(f"expected one warning, got {warnings}")
 
 
-# -- runner ----------------------------------------------------------------------------------
-
-def run_case(name):
-    """In the child: run one case, print its outcome as JSON."""
-    _importable()
-    from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
-    klass, _expect, _secret, fn = CASES[name]
-    with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
-        try:
-            fn(Path(tmp))
-            outcome = {"result": "ok"}
-        except (AifactoryTopologyError, ModuleFailed) as exc:
-            outcome = {"result": "error", "message": str(exc)}
-        except DataLost as exc:
-            outcome = {"result": "data lost", "message": str(exc)}
-        except WrongOutput as exc:
-            outcome = {"result": "wrong", "message": str(exc)}
-        except BaseException as exc:  # what the user would see as "Module failed: <python error>"
-            outcome = {"result": "crash", "message": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    print(json.dumps(outcome))
-
-
-def classify(expect, secret, outcome, stdout, stderr):
-    if secret and (secret in stdout or secret in stderr):
-        return "secret printed"
-    result = outcome["result"]
-    if result == "data lost":
-        return "data lost"
-    if result == "crash":
-        return "unhandled"
-    if result == "error":
-        if len(outcome["message"]) > MAX_MESSAGE:
-            return "unhandled"
-        return "clear error" if expect == "error" else "wrong output"
-    if result == "wrong":
-        return "wrong output"
-    return "clear error" if expect == "ok" else "wrong output"
-
+# -- campaign ----------------------------------------------------------------------------------
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -633,72 +565,30 @@ def main():
     if args.case:
         run_case(args.case)
         return
-    _importable()
+    make_collection_importable()
     rows = []
-    for name, (klass, expect, secret, _fn) in CASES.items():
-        if args.only.lower() not in f"{klass} {name}".lower():
+    for hostile in CASES.values():
+        if args.only.lower() not in f"{hostile.klass} {hostile.name}".lower():
             continue
-        started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, __file__, "--case", name], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=args.limit)
-            hung = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-            hung = True
-        seconds = time.monotonic() - started
-        peak_mb = _peak_rss_mb(proc)
-        if hung:
-            verdict, message = "hang", f"not decided within {args.limit:g} s"
-        else:
-            try:
-                outcome = json.loads(stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                outcome = {"result": "crash", "message": stderr[-300:]}
-            verdict, message = classify(expect, secret, outcome, stdout, stderr), outcome.get("message", "")
-        rows.append({"class": klass, "case": name, "verdict": verdict, "seconds": round(seconds, 2),
-                     "peak_mb": peak_mb, "message": message[:160]})
-        print(f"{verdict:14} {seconds:6.2f} s {peak_mb:7.1f} MB  {klass}: {name}: {message[:110]!r}", flush=True)
+        result = run_in_child(__file__, hostile.name, args.limit)
+        rows.append({"class": hostile.klass, "case": hostile.name, "verdict": result.verdict,
+                     "seconds": round(result.seconds, 2), "peak_mb": result.peak_mb, "message": result.message[:160]})
+        print(f"{result.verdict:14} {result.seconds:6.2f} s {result.peak_mb:7.1f} MB  {hostile.klass}: {hostile.name}: "
+              f"{result.message[:110]!r}", flush=True)
     _table(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
-_PEAKS = {}
-
-
-def _peak_rss_mb(proc):
-    return _PEAKS.get(proc.pid, 0.0)
-
-
-class _Popen(subprocess.Popen):
-    """Popen that records the child's peak memory (and its children's) from wait4."""
-
-    def _try_wait(self, wait_flags):
-        try:
-            pid, status, usage = os.wait4(self.pid, wait_flags)
-        except ChildProcessError:
-            return (self.pid, 0)
-        if pid:
-            _PEAKS[pid] = usage.ru_maxrss / 1024.0
-        return (pid, status)
-
-
-subprocess.Popen = _Popen
-
-
 def _table(rows):
-    verdicts = ["clear error", "unhandled", "wrong output", "hang", "data lost", "secret printed"]
     print()
-    print("| class | tried | " + " | ".join(verdicts) + " | slowest s | peak MB |")
-    print("|---|---" + "|---" * len(verdicts) + "|---|---|")
+    print("| class | tried | " + " | ".join(VERDICTS) + " | slowest s | peak MB |")
+    print("|---|---" + "|---" * len(VERDICTS) + "|---|---|")
     for klass in CLASSES + ["total"]:
         mine = [row for row in rows if klass in ("total", row["class"])]
         if not mine:
             continue
-        counts = [sum(1 for row in mine if row["verdict"] == verdict) for verdict in verdicts]
+        counts = [sum(1 for row in mine if row["verdict"] == verdict) for verdict in VERDICTS]
         print(f"| {klass} | {len(mine)} | " + " | ".join(str(count) for count in counts)
               + f" | {max(row['seconds'] for row in mine):.1f} | {max(row['peak_mb'] for row in mine):.0f} |")
 

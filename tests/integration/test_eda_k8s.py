@@ -169,8 +169,8 @@ def test_apiserver_restart_mid_watch_loses_no_change(k8s, k8s_namespace, tmp_pat
         assert changed == {nodes[0], late[0]}
 
 
-def run_source(args, until_events, timeout=120):
-    """Run the k8s_nodes source's main() in this process until ``until_events(events)`` holds."""
+def run_source(args, until_events, what, timeout=120):
+    """Run the k8s_nodes source's main() in this process until ``until_events(events)`` holds (``what``)."""
     module = runpy.run_path(str(SOURCES / "k8s_nodes.py"))
     events = []
 
@@ -186,7 +186,8 @@ def run_source(args, until_events, timeout=120):
             if task.done():
                 task.result()  # raises the source's error
                 raise AssertionError("the source ended")
-            assert asyncio.get_running_loop().time() < deadline, f"timed out; events: {events}"
+            assert asyncio.get_running_loop().time() < deadline, \
+                f"the k8s_nodes source gave no {what} within {timeout} s; events: {events}"
             await asyncio.sleep(0.05)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -212,7 +213,7 @@ def test_watch_rbac_is_enough_and_needed(k8s, k8s_namespace):
             patched.append(names[0])
         return len(events) >= 2
 
-    events = run_source(args, moved)
+    events = run_source(args, moved, "event for the relabelled node")
     assert events[0]["changes"] == [{"kind": "source", "name": "aifactory.topology.k8s_nodes", "change": "started",
                                      "nodes": 2}]
     assert events[1]["changes"] == [{"kind": "node", "name": names[0], "change": "modified",
@@ -220,7 +221,7 @@ def test_watch_rbac_is_enough_and_needed(k8s, k8s_namespace):
 
     nobody = k8s.user_kubeconfig(f"nobody-{test_id}")
     with pytest.raises(Exception, match=r"cannot list nodes: GET /api/v1/nodes: HTTP 403"):
-        run_source(dict(args, kubeconfig=str(nobody)), lambda e: False)
+        run_source(dict(args, kubeconfig=str(nobody)), lambda e: False, "error for a user without RBAC")
 
 
 def test_slurmd_pods_are_watched_too(k8s, k8s_namespace):
@@ -240,6 +241,6 @@ def test_slurmd_pods_are_watched_too(k8s, k8s_namespace):
             created.append(True)
         return len(events) >= 2
 
-    events = run_source(args, pod_added)
+    events = run_source(args, pod_added, "event for the new slurmd pod")
     assert events[1]["changes"] == [{"kind": "pod", "name": f"{k8s_namespace}/slurmd-0", "change": "added",
                                      "node": "", "ready": False}]

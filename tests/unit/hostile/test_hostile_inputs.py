@@ -47,7 +47,7 @@ def test_every_model_entry_point_refuses_a_name_slurm_cannot_hold(name):
 
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=40))
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_an_accepted_name_is_one_record_and_one_host_in_every_slurm_file(name):
     topo = Topology()
     try:
@@ -69,7 +69,7 @@ def test_an_accepted_name_is_one_record_and_one_host_in_every_slurm_file(name):
 
 @given(st.text(st.characters(exclude_categories=["Cs"]), max_size=60))
 @example("A\n")  # found by this test: Python's "$" matched before the trailing newline, "A" was written plain
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 def test_yaml_scalar_never_folds_or_alters_a_string(text):
     assert _yaml.safe_load("key: " + slurm.yaml_scalar(text)) == {"key": text}
 

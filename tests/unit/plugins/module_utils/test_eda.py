@@ -37,15 +37,40 @@ def test_undefined_rulebook_variable_is_named():
         _eda.SourceArgs("src", {"names": [undefined]}, SPEC)
 
 
-def run_debouncer(script, delay, max_wait):
-    """Run ``script(debouncer, events)`` on a real event loop; the events the debouncer put."""
-    events = []
+# Turns a debouncer that never puts an event into a failure; it measures nothing.
+WAIT_LIMIT = 60
 
-    async def put(event):
-        events.append(event[_eda.EVENT_KEY])
+
+class Received(list):
+    """The events the debouncer put, in order; ``until`` waits, woken by each put."""
+
+    def __init__(self):
+        super().__init__()
+        self.arrived = asyncio.Event()
+
+    async def put(self, event):
+        self.append(event[_eda.EVENT_KEY])
+        self.arrived.set()
+
+    async def until(self, condition, what):
+        """Return once ``condition()`` holds; fail naming ``what`` after WAIT_LIMIT seconds without it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_LIMIT
+        while not condition():
+            self.arrived.clear()
+            try:
+                await asyncio.wait_for(self.arrived.wait(), max(0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                raise AssertionError(f"the debouncer put no {what} within {WAIT_LIMIT} s; "
+                                     f"it put {list(self)}") from None
+
+
+def run_debouncer(script, delay, max_wait):
+    """Run ``script(debouncer, events)`` on a real event loop; the events (a Received) the debouncer put."""
+    events = Received()
 
     async def main():
-        debouncer = _eda.Debouncer(put, "src", delay=delay, max_wait=max_wait)
+        debouncer = _eda.Debouncer(events.put, "src", delay=delay, max_wait=max_wait)
         debouncer.start()
         try:
             await script(debouncer, events)
@@ -56,18 +81,13 @@ def run_debouncer(script, delay, max_wait):
     return events
 
 
-async def until(condition):
-    while not condition():
-        await asyncio.sleep(0.01)
-
-
 def test_a_burst_becomes_one_event_with_every_change():
     async def script(debouncer, events):
         for number in range(100):
             debouncer.add({"name": f"n{number}"})
-        await until(lambda: events)
+        await events.until(lambda: events, "event for the burst")
         debouncer.add({"name": "later"})
-        await until(lambda: len(events) == 2)
+        await events.until(lambda: len(events) == 2, "second event, for the later change")
 
     events = run_debouncer(script, delay=0.05, max_wait=5)
     assert [e["count"] for e in events] == [100, 1]
@@ -77,9 +97,13 @@ def test_a_burst_becomes_one_event_with_every_change():
 
 def test_max_wait_bounds_a_burst_that_never_pauses():
     async def script(debouncer, events):
-        while not events:  # a change every 10 ms, longer than max_wait in total
+        # A change every 10 ms, longer than max_wait in total; at most WAIT_LIMIT seconds of them.
+        for _change in range(WAIT_LIMIT * 100):
+            if events:
+                return
             debouncer.add({"name": "x"})
             await asyncio.sleep(0.01)
+        raise AssertionError(f"the debouncer put no event after {WAIT_LIMIT * 100} changes 10 ms apart")
 
     events = run_debouncer(script, delay=0.2, max_wait=0.3)
     assert events[0]["count"] >= 2 and events[0]["waited"] >= 0.3
@@ -89,7 +113,7 @@ def test_a_huge_burst_keeps_the_event_bounded():
     async def script(debouncer, events):
         for number in range(_eda.MAX_CHANGES_KEPT + 10):
             debouncer.add({"name": number})
-        await until(lambda: events)
+        await events.until(lambda: events, "event for the burst")
 
     event = run_debouncer(script, delay=0.01, max_wait=1)[0]
     assert event["count"] == _eda.MAX_CHANGES_KEPT + 10 and len(event["changes"]) == _eda.MAX_CHANGES_KEPT

@@ -6,6 +6,7 @@ Every import between module_utils files is checked against the layer each file b
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -54,15 +55,41 @@ def layer_of(name: str) -> str:
     raise AssertionError(f"module_utils/{name.replace('.', '/')} belongs to no layer; add it to test_layers.py")
 
 
-def imported_module_utils(path: Path):
-    """module_utils names imported by ``path`` (at any depth, as AnsiballZ finds them)."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PREFIX):
-            rest = node.module[len(PREFIX):].lstrip(".")
-            if rest:
-                yield rest
-            else:  # from ...module_utils import _x, _y
-                yield from (alias.name for alias in node.names)
+def module_name(path: Path, root: Path) -> str:
+    """The module_utils name of ``path`` under ``root`` (a module_utils tree): ``_engines.slurm``, ``_engines``."""
+    relative = path.relative_to(root).with_suffix("")
+    return ".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)
+
+
+def imported_module_utils(source: str, package: str):
+    """module_utils names imported by ``source``, a module of ``package`` (at any depth, as AnsiballZ finds them).
+
+    Absolute (``from ansible_collections...module_utils._x import y``, ``import ...module_utils._x``)
+    and relative (``from .._x import y``) imports alike.
+    """
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [(alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            modules = [(module, [alias.name for alias in node.names])]
+        else:
+            continue
+        for module, names in modules:
+            if module == PREFIX:  # from ...module_utils import _x, _y
+                yield from names
+            elif module.startswith(PREFIX + "."):
+                yield module[len(PREFIX) + 1:]
+
+
+def layer_violations(path: Path, root: Path = MODULE_UTILS) -> list:
+    """The imports of ``path``, a file of the module_utils tree ``root``, that its layer may not make."""
+    name = module_name(path, root)
+    package = ".".join([PREFIX] + name.split(".")[:None if path.name == "__init__.py" else -1])
+    mine = layer_of(name)
+    return [f"{name} ({mine}) imports {imported} ({layer_of(imported)})"
+            for imported in imported_module_utils(path.read_text(encoding="utf-8"), package)
+            if layer_of(imported) not in ALLOWED[mine]]
 
 
 FILES = sorted(p for p in MODULE_UTILS.rglob("*.py") if p.name != "__init__.py" or p.parent != MODULE_UTILS)
@@ -70,15 +97,39 @@ FILES = sorted(p for p in MODULE_UTILS.rglob("*.py") if p.name != "__init__.py" 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(MODULE_UTILS)))
 def test_imports_follow_the_layers(path):
-    relative = path.relative_to(MODULE_UTILS).with_suffix("")
-    name = ".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)
-    mine = layer_of(name)
-    for imported in imported_module_utils(path):
-        theirs = layer_of(imported)
-        assert theirs in ALLOWED[mine], f"{name} ({mine}) imports {imported} ({theirs})"
+    assert layer_violations(path) == []
 
 
-def test_the_check_catches_a_back_edge(tmp_path):
-    # An engine that imports a provider must be caught: the test above can fail.
-    assert "providers" not in ALLOWED["engines"]
-    assert layer_of("_providers.aws") == "providers" and layer_of("_engines.slurm") == "engines"
+def _engine_file(root: Path, name: str, source: str) -> Path:
+    """A module_utils tree at ``root`` with one engine file, ``_engines/<name>.py``."""
+    (root / "_engines").mkdir()
+    path = root / "_engines" / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("statement", [
+    f"from {PREFIX}._providers.aws import discover",
+    f"from {PREFIX}._providers import aws",
+    f"from {PREFIX} import _providers",
+    f"import {PREFIX}._providers.aws",
+    "from .._providers.aws import discover",
+    "from .. import _providers",
+    "def lazily():\n    from .._providers import aws\n",
+])
+def test_the_check_catches_a_back_edge(tmp_path, statement):
+    # An engine that imports a provider, in each way Python can spell it, is reported: the check above can fail.
+    evil = _engine_file(tmp_path, "evil", f"from {PREFIX}._model import Topology\n{statement}\n")
+    [violation] = layer_violations(evil, tmp_path)
+    assert violation.startswith("_engines.evil (engines) imports _providers") and violation.endswith("(providers)")
+
+
+@pytest.mark.parametrize("statement", [
+    f"from {PREFIX}._model import Topology",
+    f"from {PREFIX}._engines import slurm",
+    "from .slurm import render",
+    "from .._errors import TopologyError",
+    "from ansible.module_utils.basic import AnsibleModule",
+])
+def test_the_check_passes_an_import_the_layer_may_make(tmp_path, statement):
+    assert layer_violations(_engine_file(tmp_path, "legal", statement + "\n"), tmp_path) == []
