@@ -17,8 +17,10 @@ description:
     C(nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader); the GPUs of a node
     must agree.
   - A node without HCAs, without C(nvidia-smi), without GPUs or with GPUs outside an NVLink fabric gets
-    empty C(infiniband) or C(nvlink) facts, not an error. GPUs in different cliques, or nvidia-smi failing,
-    give empty C(nvlink) facts and a warning.
+    empty C(infiniband) or C(nvlink) facts, not an error. GPUs in different cliques, nvidia-smi failing, output
+    that is not UTF-8, or a cluster UUID or clique id that is not a valid name (white space, C(=), C([), C(#),
+    more than 253 characters; the domain becomes a Slurm block name) give empty C(nvlink) facts and a warning
+    that names the node, the row and the field.
   - The C(infiniband) provider takes the facts as C(params.node_facts), to name HCAs by GUID; the
     C(nvidia_smi) accelerator source takes them in place of the command output; and
     M(aifactory.topology.k8s_node_annotations) publishes them as Kubernetes node annotations.
@@ -151,14 +153,17 @@ def main():
 
 
 def _run(command, timeout):
-    """(rc, stdout, stderr); bounded by ``timeout`` (AnsibleModule.run_command has no timeout)."""
+    """(rc, stdout bytes, stderr); bounded by ``timeout`` (AnsibleModule.run_command has no timeout).
+
+    Bytes, not text: _node_facts decodes them and reports output that is not UTF-8 for this node.
+    """
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
         return done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired:
-        return -1, "", f"no answer within {timeout} seconds"
+        return -1, b"", f"no answer within {timeout} seconds"
     except OSError as exc:
-        return -1, "", str(exc)
+        return -1, b"", str(exc)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def sysfs(tmp_path):
 def fake_nvidia_smi(tmp_path, output, rc=0):
     script = tmp_path / "bin" / "nvidia-smi"
     script.parent.mkdir(exist_ok=True)
-    (tmp_path / "recorded.txt").write_text(output)
+    recorded = tmp_path / "recorded.txt"
+    recorded.write_bytes(output) if isinstance(output, bytes) else recorded.write_text(output)
     script.write_text(f"#!/bin/sh\n[ \"$1\" = --query-gpu=fabric.clusterUuid,fabric.cliqueId ] || exit 2\n"
                       f"cat '{tmp_path / 'recorded.txt'}'\nexit {rc}\n")
     script.chmod(0o755)
@@ -122,6 +123,20 @@ def test_disagreeing_gpus_or_a_failing_nvidia_smi_warn_and_give_empty_nvlink(run
     result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc)})
     assert not result["failed"] and result["ansible_facts"]["topology_node"]["nvlink"] == {}
     assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
+
+
+@pytest.mark.parametrize("output, warning", [
+    (f"{UUID}, 32766\n".encode() + b"\xff\xfe, 32766\n",
+     f"nvidia-smi output of {os.uname().nodename}, row 2: not UTF-8 (byte 0xff)"),
+    (f"{UUID}, 7 BlockName=evil Nodes=victim[01-99]\n",
+     f"nvidia-smi output of {os.uname().nodename}, row 1: fabric.cliqueId: '7 BlockName=evil"),
+    (f"{UUID}, {'7' * 2000}\n", "fabric.cliqueId: '7777"),
+], ids=["not-utf8", "slurm-record", "2000-characters"])
+def test_unusable_nvidia_smi_output_is_a_warning_naming_the_node_not_a_traceback(run, tmp_path, output, warning):
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, output)})
+    assert not result["failed"] and result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
+    assert len(result["warnings"][0]) < 300  # the message quotes a clipped value, not 2,000 characters
 
 
 def test_a_hung_nvidia_smi_is_bounded(run, tmp_path):
