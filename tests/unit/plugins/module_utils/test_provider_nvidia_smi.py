@@ -58,7 +58,8 @@ def test_a_node_already_in_the_tree_cannot_get_a_domain_that_is_not_a_name():
     # The tree's nodes get the domain by assignment, past add_node's check: node_domain is where it is checked.
     topology = Topology()
     topology.add_node("gpu1", domain="old")
-    for output in ("x BlockName=evil Nodes=victim[01-99], 7\n", {"nvlink": {"cluster_uuid": UUID_A, "clique_id": "c" * 2000}}):
+    gathered = {"nvlink": {"cluster_uuid": UUID_A, "clique_id": "c" * 2000}}
+    for output in ("x BlockName=evil Nodes=victim[01-99], 7\n", gathered):
         with pytest.raises(TopologyError, match="accelerator.nvidia_smi.gpu1|nvidia-smi output of gpu1, row 1"):
             apply_nvidia_smi_domains(topology, {"gpu1": output})
         assert topology.nodes["gpu1"].domain == "old"
