@@ -400,21 +400,32 @@ def slurm_availability(states):
     return "up"
 
 
-def slurm_nodes(document):
-    """name -> availability from the JSON of ``scontrol show nodes --json``; RemoteAPIError on bad output."""
+def slurm_nodes(document, bad=None):
+    """name -> availability from the JSON of ``scontrol show nodes --json``.
+
+    Output that is not a node list, or that reports errors, is a RemoteAPIError (the whole poll
+    failed). One node record that cannot be read (no name, not an object) is one BadMessage,
+    handed to ``bad`` and skipped (raised when ``bad`` is None); the other nodes count.
+    """
     if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
         raise RemoteAPIError("scontrol show nodes --json: no 'nodes' list in the output")
     errors = document.get("errors") or []
     if errors:
-        messages = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors[:3]
-                             if isinstance(e, dict)) or str(errors[:3])
+        errors = errors[:3] if isinstance(errors, list) else [errors]
+        messages = "; ".join(str(e.get("description") or e.get("error") or e)[:200] for e in errors
+                             if isinstance(e, dict)) or clip(errors, 200)
         raise RemoteAPIError(f"scontrol show nodes --json reported errors: {messages}")
     result = {}
     for node in document["nodes"]:
-        if not isinstance(node, dict) or not isinstance(node.get("name"), str):
-            raise RemoteAPIError("scontrol show nodes --json: a node without a name")
+        try:
+            name = checked_name(mapping(node, "a node record").get("name"), "a node record's name")
+        except BadMessage as exc:
+            if bad is None:
+                raise
+            bad(exc)
+            continue
         state = node.get("state")
-        result[node["name"]] = slurm_availability(state if isinstance(state, list) else [state])
+        result[name] = slurm_availability(state if isinstance(state, list) else [state])
     return result
 
 

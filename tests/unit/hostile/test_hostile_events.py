@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import threading
 import tracemalloc
 
 import pytest
 
-from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import k8s_nodes
+from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import k8s_nodes, slurm_nodes
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s, _k8s_watch
 from tests.fault_k8s import FakeApiServer, OneChunk, event_lines, node_list, scripted
 
@@ -325,3 +326,70 @@ def test_the_k8s_source_survives_garbage_and_says_what_it_skipped(api, caplog):
     assert text.count("skipped a bad message") == 4
     assert "ending; node watch: 1 events, 1 lists; 4 bad messages" in text
     assert "t0ken-never-logged" not in text
+
+
+# -- the Slurm source against a hostile scontrol ----------------------------------------------------
+
+def scontrol(tmp_path, *outputs):
+    """An scontrol that prints ``outputs`` (bytes) on successive calls, the last one ever after."""
+    for number, output in enumerate(outputs, start=1):
+        (tmp_path / f"out{number}").write_bytes(output)
+    script = tmp_path / "scontrol"
+    script.write_text(f"#!/bin/sh\ncd '{tmp_path}'\nn=$(cat calls 2>/dev/null || echo 0); n=$((n + 1))\n"
+                      f"echo $n > calls\n[ $n -gt {len(outputs)} ] && n={len(outputs)}\ncat out$n\n")
+    script.chmod(0o755)
+    return [str(script)]
+
+
+def slurm_args(command, **overrides):
+    return _eda.SourceArgs(slurm_nodes.SOURCE, dict({"scontrol": command}, **overrides), slurm_nodes.SPEC)
+
+
+def nodes_json(*records):
+    return json.dumps({"nodes": list(records), "errors": []}).encode()
+
+
+def test_bad_scontrol_node_records_are_one_bad_message_each(tmp_path):
+    output = nodes_json({"name": "a", "state": ["IDLE"]}, {"state": ["DOWN"]}, "b", None, {"name": ""},
+                        {"name": "n" * 300}, {"name": ["c"]}, {"name": "d", "state": {"odd": 1}})
+    logged = []
+    stats = _eda.SourceStats("scontrol poll", logged.append)
+    assert asyncio.run(slurm_nodes.poll(slurm_args(scontrol(tmp_path, output)), stats)) == {"a": "up", "d": "up"}
+    assert stats.bad_messages == {"a node record is not an object": 1, "a node record's name is not a name of "
+                                  "1-253 characters": 5}
+    assert len(logged) == _eda.LOGGED_BAD_MESSAGES and all(len(line) < 400 for line in logged)
+
+
+@pytest.mark.parametrize("output, message", [
+    (b"[" * 100_000 + b"]" * 100_000, r"printed no JSON \(or JSON nested too deeply\)"),
+    (b"\xff\xfe garbage", "printed no JSON"),
+    (json.dumps({"nodes": [], "errors": {"description": "x" * 10_000}}).encode(), r"reported errors: .{1,260}$"),
+    (b'{"nodes": "all of them"}', "no 'nodes' list"),
+], ids=["deep-json", "garbage", "errors-not-a-list", "nodes-not-a-list"])
+def test_unusable_scontrol_output_is_one_failed_poll_with_a_clear_message(tmp_path, output, message):
+    with pytest.raises(_eda.RemoteAPIError, match=message):
+        asyncio.run(slurm_nodes.poll(slurm_args(scontrol(tmp_path, output))))
+
+
+def test_endless_scontrol_output_stops_at_max_output_and_the_command_is_killed(tmp_path):
+    script = tmp_path / "scontrol"
+    script.write_text(f"#!/bin/sh\necho $$ > '{tmp_path}/pid'\nexec yes '{{\"nodes\": ['\n")
+    script.chmod(0o755)
+    with pytest.raises(_eda.RemoteAPIError, match="printed more than 100000 bytes; not read further"):
+        asyncio.run(slurm_nodes.poll(slurm_args([str(script)], max_output=100_000, command_timeout=WAIT)))
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(pid, 0)
+
+
+def test_the_slurm_source_keeps_polling_through_bad_output_and_says_what_it_skipped(tmp_path, caplog):
+    good = nodes_json({"name": "a", "state": ["IDLE"]}, {"name": "b", "state": ["IDLE"]})
+    command = scontrol(tmp_path, good, b"no JSON at all", nodes_json({"name": "a", "state": ["DOWN"]}, {"state": 1},
+                                                                     {"name": "b", "state": ["IDLE"]}))
+    with caplog.at_level(logging.INFO, logger=slurm_nodes.SOURCE):
+        events = run_source_until_an_event(slurm_nodes.main, {
+            "scontrol": command, "interval": 0.01, "delay": 0.01, "max_wait": 0.01, "initial_sync": False})
+    assert [(c["name"], c["change"]) for c in events[0]["changes"]] == [("a", "down")]
+    text = caplog.text
+    assert text.count("printed no JSON") == 1 and text.count("skipped a bad message") >= 1
+    assert "ending; scontrol poll: 1 failed polls" in text and "bad messages (" in text
