@@ -17,8 +17,14 @@ import threading
 import tracemalloc
 
 import pytest
+from aiohttp import ClientSession
+from aiohttp.test_utils import TestServer
 
-from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import k8s_nodes, slurm_nodes
+from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import (
+    k8s_nodes,
+    regenerate,
+    slurm_nodes,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s, _k8s_watch
 from tests.fault_k8s import FakeApiServer, OneChunk, event_lines, node_list, scripted
 
@@ -393,3 +399,44 @@ def test_the_slurm_source_keeps_polling_through_bad_output_and_says_what_it_skip
     text = caplog.text
     assert text.count("printed no JSON") == 1 and text.count("skipped a bad message") >= 1
     assert "ending; scontrol poll: 1 failed polls" in text and "bad messages (" in text
+
+
+# -- the regenerate endpoint against hostile clients ----------------------------------------------
+
+def test_the_regenerate_endpoint_answers_every_bad_request_counts_it_and_logs_only_the_first(tmp_path):
+    token = "a-token-of-32-characters-for-tests"
+    changes, logged = [], []
+
+    class Debouncer:
+        pending = 0
+
+        @staticmethod
+        def add(change):
+            changes.append(change)
+
+    stats = _eda.SourceStats("endpoint", logged.append)
+    bad = [({}, b""), ({"Authorization": "Bearer wrong"}, b""), ({"Authorization": f"Basic {token}"}, b"")] * 30
+    good = {"Authorization": f"Bearer {token}"}
+    bad += [(good, b"x" * (regenerate.MAX_BODY + 1)), (good, b"{not json"), (good, b"[" * 50_000),
+            (good, b'["reason"]'), (good, b'{"reason": 5}')]
+
+    async def main():
+        server = TestServer(regenerate.application(Debouncer(), token, stats), host="127.0.0.1")
+        await server.start_server()
+        try:
+            async with ClientSession() as session:
+                statuses = []
+                for headers, body in bad + [(good, b'{"reason": "rack 7 replaced"}')]:
+                    async with session.post(server.make_url(regenerate.PATH), headers=headers, data=body) as answer:
+                        statuses.append(answer.status)
+                return statuses
+        finally:
+            await server.close()
+
+    statuses = asyncio.run(main())
+    assert statuses == [401] * 90 + [413, 400, 400, 400, 400, 202]
+    assert [c["reason"] for c in changes] == ["rack 7 replaced"]
+    assert stats.bad_messages == {"a request without a valid token": 90, "a body too large": 1,
+                                  "a body that is not JSON": 2, "a body that is not an object with a string reason": 2}
+    assert len(logged) == _eda.LOGGED_BAD_MESSAGES and token not in "".join(logged)
+    assert "1 requests accepted; 95 bad messages" in stats.summary()
