@@ -32,8 +32,10 @@ try:
     import urllib3
     from kubernetes import client as k8s_client
     from kubernetes import watch as k8s_watch
-except ImportError:  # pragma: no cover - _k8s reports the missing library
-    pass
+
+    _ClientWatch = k8s_watch.Watch
+except ImportError:  # pragma: no cover - _k8s reports the missing library when a client is built
+    _ClientWatch = object
 
 FATAL_STATUS = (400, 401, 403, 404)
 WATCH_TIMEOUT = 300  # the server ends each watch after this many seconds; the watcher resumes it
@@ -96,7 +98,7 @@ class _CappedLines:
     def __getattr__(self, name):  # status, close, release_conn, connection: the response's own
         return getattr(self.response, name)
 
-    def stream(self, amt=None, decode_content=False):  # pylint: disable=unused-argument  # Watch's call
+    def stream(self, amt=None, decode_content=False):  # what Watch calls; the reads are READ_SIZE here
         line, dropped = bytearray(), 0  # dropped: bytes of the over-long line skipped so far
         for chunk in self.response.stream(READ_SIZE, decode_content=False):
             lines, position = bytearray(), 0
@@ -123,7 +125,7 @@ class _CappedLines:
             self.too_long(dropped)
 
 
-class _Watch(k8s_watch.Watch):
+class _Watch(_ClientWatch):
     """The client's Watch, where a line it cannot use becomes a BadMessage event instead of an exception.
 
     Its own parsing ends the stream with AttributeError, KeyError or TypeError on a line that is
