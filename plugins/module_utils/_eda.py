@@ -7,6 +7,9 @@
 * ``Debouncer``: the one trailing debounce every source uses. Changes arrive with ``add()``; one
   event leaves ``delay`` seconds after the last change of a burst, or ``max_wait`` seconds after its
   first change when the burst never pauses. The event carries what changed (bounded).
+* ``BadMessage`` and ``SourceStats``: one message a source cannot use (a garbage line, an object
+  without a name) is counted, logged clipped and skipped; the source goes on. The counts are in a
+  summary log line every ``stats_interval`` seconds and when the source ends.
 * ``import_collection_path``: the sources run from ansible-rulebook (``runpy.run_path``), where
   ``ansible_collections`` may not be importable yet.
 
@@ -17,14 +20,19 @@ is shared code here rather than a filter (docs/event-driven.md).
 from __future__ import annotations
 
 import asyncio
+import collections
+import json
 import math
+import threading
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
     AifactoryTopologyError,
     RemoteAPIError,
     TopologyError,
+    clip,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._labels import MAX_VALUE_LENGTH
 
 __all__ = ["AifactoryTopologyError", "RemoteAPIError", "TopologyError"]  # re-exported for the event sources
 EVENT_KEY = "topology_change"
@@ -33,6 +41,9 @@ DEFAULT_MAX_WAIT = 120.0
 MAX_CHANGES_KEPT = 500  # an event stays small however large the burst; ``count`` says how many there were
 # ansible-rulebook adds this argument itself when it runs under an EDA controller.
 RULEBOOK_ARGS = {"eda_feedback_queue"}
+MAX_NAME_LENGTH = 253  # Kubernetes object names and Slurm node names: a DNS subdomain at most
+LOGGED_BAD_MESSAGES = 5  # per summary period; a flood of garbage is counted, not logged line by line
+STATS_INTERVAL = 300.0
 
 
 def _undefined_variable(value):
@@ -118,6 +129,108 @@ DEBOUNCE_SPEC = {
     "delay": ("float", DEFAULT_DELAY),
     "max_wait": ("float", DEFAULT_MAX_WAIT),
 }
+STATS_SPEC = {"stats_interval": ("float", STATS_INTERVAL)}
+
+
+# -- bad messages and the counts that make them visible ------------------------------------------
+
+class BadMessage(ValueError):
+    """One message a source cannot use: counted, logged (clipped) and skipped; the source goes on.
+
+    ``reason`` is short and fixed (it is a counter's name); ``sample`` is what was received.
+    """
+
+    def __init__(self, reason, sample=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.sample = sample
+
+
+class SourceStats:
+    """What one part of a source (a watch, a poller) did, for its log lines. Thread-safe.
+
+    ``count(what)`` counts; ``bad(message)`` counts a BadMessage by its reason and logs it
+    clipped, only the first LOGGED_BAD_MESSAGES of each summary period; ``summary()`` puts every
+    count in one line and starts the next period.
+    """
+
+    def __init__(self, name, log):
+        self.name = name
+        self.log = log
+        self.counts = collections.Counter()
+        self.bad_messages = collections.Counter()
+        self._logged = 0
+        self._lock = threading.Lock()
+
+    def count(self, what, number=1):
+        with self._lock:
+            self.counts[what] += number
+
+    def bad(self, message):
+        with self._lock:
+            self.bad_messages[message.reason] += 1
+            self._logged += 1
+            logged = self._logged
+        if logged <= LOGGED_BAD_MESSAGES:
+            sample = "" if message.sample is None else f": {clip(_as_text(message.sample), 120)}"
+            more = "; more in this period are only counted" if logged == LOGGED_BAD_MESSAGES else ""
+            self.log(f"{self.name}: skipped a bad message ({message.reason}){sample}{more}")
+
+    def snapshot(self):
+        with self._lock:
+            return dict(self.counts), dict(self.bad_messages)
+
+    def summary(self):
+        with self._lock:
+            self._logged = 0
+            counts = [f"{number} {what}" for what, number in sorted(self.counts.items())]
+            bad = sum(self.bad_messages.values())
+            reasons = ", ".join(f"{number} {reason}" for reason, number in self.bad_messages.most_common())
+        line = f"{self.name}: {', '.join(counts) or 'nothing yet'}; {bad} bad messages"
+        return line + (f" ({reasons})" if bad else "")
+
+
+def _as_text(sample):
+    if isinstance(sample, str):
+        return sample
+    try:
+        return json.dumps(sample, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(type(sample))
+
+
+async def log_summaries(parts, interval, log):
+    """Log each part's summary every ``interval`` seconds when its counts changed; runs until cancelled."""
+    last = {}
+    while True:
+        await asyncio.sleep(interval)
+        for part in parts:
+            snapshot = part.snapshot()
+            if last.get(part.name) != snapshot:
+                last[part.name] = snapshot
+                log(part.summary())
+
+
+def mapping(value, what):
+    """``value`` as a dict (None is empty); BadMessage naming ``what`` for anything else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadMessage(f"{what} is not an object", value)
+    return value
+
+
+def checked_name(value, what):
+    if not isinstance(value, str) or not value or len(value) > MAX_NAME_LENGTH:
+        raise BadMessage(f"{what} is not a name of 1-{MAX_NAME_LENGTH} characters", value)
+    return value
+
+
+def clipped_value(value, what):
+    """A label value for an event: longer than Kubernetes allows (63) is clipped, not carried verbatim."""
+    if not isinstance(value, str):
+        raise BadMessage(f"{what} is not a string", value)
+    return value if len(value) <= MAX_VALUE_LENGTH else f"{value[:MAX_VALUE_LENGTH]}... ({len(value)} characters)"
 
 
 class Debouncer:
@@ -224,17 +337,26 @@ def debouncer_from(args, put, source):
 # -- Kubernetes: what a Node or Pod change means for the topology ------------------------------
 
 def node_digest(obj, watched_labels):
-    """What of a Node the topology depends on: the values of the watched labels (missing ones omitted)."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return {key: labels[key] for key in watched_labels if key in labels}
+    """What of a Node the topology depends on: the values of the watched labels (missing ones omitted).
+
+    BadMessage for a Node that is not shaped like one (labels that are not a mapping of strings).
+    """
+    labels = mapping(mapping(mapping(obj, "the object").get("metadata"), "metadata").get("labels"),
+                     "metadata.labels")
+    return {key: clipped_value(labels[key], f"label {key}") for key in watched_labels if key in labels}
 
 
 def pod_digest(obj, _watched_labels=()):
     """What of a Pod the topology depends on: the node it runs on and whether it is Ready (Slinky's
-    slurmd pods; Topograph's Node Observer also triggers on their Ready transitions)."""
-    conditions = (obj.get("status") or {}).get("conditions") or []
+    slurmd pods; Topograph's Node Observer also triggers on their Ready transitions). BadMessage
+    for a Pod that is not shaped like one."""
+    obj = mapping(obj, "the object")
+    conditions = mapping(obj.get("status"), "status").get("conditions") or []
+    if not isinstance(conditions, list):
+        raise BadMessage("status.conditions is not a list", conditions)
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
-    return {"node": (obj.get("spec") or {}).get("nodeName") or "", "ready": ready}
+    node = mapping(obj.get("spec"), "spec").get("nodeName") or ""
+    return {"node": node and checked_name(node, "spec.nodeName"), "ready": ready}
 
 
 def object_change(kind, name, old, new):
@@ -278,21 +400,32 @@ def slurm_availability(states):
     return "up"
 
 
-def slurm_nodes(document):
-    """name -> availability from the JSON of ``scontrol show nodes --json``; RemoteAPIError on bad output."""
+def slurm_nodes(document, bad=None):
+    """name -> availability from the JSON of ``scontrol show nodes --json``.
+
+    Output that is not a node list, or that reports errors, is a RemoteAPIError (the whole poll
+    failed). One node record that cannot be read (no name, not an object) is one BadMessage,
+    handed to ``bad`` and skipped (raised when ``bad`` is None); the other nodes count.
+    """
     if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
         raise RemoteAPIError("scontrol show nodes --json: no 'nodes' list in the output")
     errors = document.get("errors") or []
     if errors:
-        messages = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors[:3]
-                             if isinstance(e, dict)) or str(errors[:3])
+        errors = errors[:3] if isinstance(errors, list) else [errors]
+        messages = "; ".join(str(e.get("description") or e.get("error") or e)[:200] for e in errors
+                             if isinstance(e, dict)) or clip(errors, 200)
         raise RemoteAPIError(f"scontrol show nodes --json reported errors: {messages}")
     result = {}
     for node in document["nodes"]:
-        if not isinstance(node, dict) or not isinstance(node.get("name"), str):
-            raise RemoteAPIError("scontrol show nodes --json: a node without a name")
+        try:
+            name = checked_name(mapping(node, "a node record").get("name"), "a node record's name")
+        except BadMessage as exc:
+            if bad is None:
+                raise
+            bad(exc)
+            continue
         state = node.get("state")
-        result[node["name"]] = slurm_availability(state if isinstance(state, list) else [state])
+        result[name] = slurm_availability(state if isinstance(state, list) else [state])
     return result
 
 

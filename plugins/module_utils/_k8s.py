@@ -12,6 +12,7 @@ client certificates, exec and token plugins of kubeconfig files) but bodies are 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -169,7 +170,8 @@ def _load_kubeconfig(config, auth):
                             + (f" context {auth['context']!r}" if auth.get("context") else "") + f": {exc}") from None
 
 
-def _status_message(data):
+def status_message(data):
+    """(the decoded Status body or {}, its message): of an error response, whatever its body is."""
     try:
         body = json.loads(data or b"{}")
     except (ValueError, RecursionError):
@@ -226,7 +228,7 @@ class K8sClient:
                                "that signed the API server's certificate") from None
             raise K8sError(f"{what}: cannot reach the API server {self.host} ({cause.__class__.__name__})") from None
         if response.status >= 400:
-            body_json, message = _status_message(data)
+            body_json, message = status_message(data)
             raise K8sError(f"{what}: HTTP {response.status} {response.reason}: {message}".rstrip(": "),
                            response.status, body_json)
         try:
@@ -234,21 +236,38 @@ class K8sClient:
         except (ValueError, RecursionError):
             raise K8sError(f"{what}: the API server's response is not JSON (or nested too deeply)") from None
 
-    def list(self, path, label_selector=None, field_selector=None):
-        """Every item of a list endpoint, page by page; a repeated continue token is an error."""
-        items, token, seen = [], None, set()
-        for _page in range(MAX_PAGES):
+    def pages(self, path, label_selector=None, field_selector=None, max_pages=MAX_PAGES):
+        """Each page of a list endpoint (a JSON object with a list ``items``), in order.
+
+        A repeated continue token, or more than ``max_pages`` pages, is an error: a server that
+        never ends a list cannot hold the caller. Tokens are remembered by digest (they can be long).
+        """
+        token, seen = None, set()
+        for _page in range(max_pages):
             page = self.request("GET", path, {"limit": LIST_PAGE_SIZE, "continue": token,
                                               "labelSelector": label_selector or None,
                                               "fieldSelector": field_selector or None})
-            items.extend(page.get("items") or [])
+            if not (isinstance(page, dict) and isinstance(page.get("metadata") or {}, dict)
+                    and isinstance(page.get("items") or [], list)):
+                raise K8sError(f"GET {path}: the API server's answer is not a list (metadata and items)")
+            yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
-                return items
-            if token in seen:
+                return
+            if not isinstance(token, str):
+                raise K8sError(f"GET {path}: the continue token is not a string")
+            digest = hashlib.sha256(token.encode("utf-8", "replace")).digest()
+            if digest in seen:
                 raise K8sError(f"GET {path}: the API server repeated a continue token; stopped paging")
-            seen.add(token)
-        raise K8sError(f"GET {path}: more than {MAX_PAGES} pages")
+            seen.add(digest)
+        raise K8sError(f"GET {path}: more than {max_pages} pages; stopped paging")
+
+    def list(self, path, label_selector=None, field_selector=None):
+        """Every item of a list endpoint, page by page (``pages``)."""
+        items = []
+        for page in self.pages(path, label_selector, field_selector):
+            items.extend(page.get("items") or [])
+        return items
 
 
 def node_path(name=None):

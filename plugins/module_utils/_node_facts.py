@@ -87,17 +87,33 @@ def infiniband_hcas(sysfs_root="/sys"):
     return hcas
 
 
+def _text(output):
+    """``output`` (bytes or str) as text; a message, never a traceback, for bytes that are not UTF-8."""
+    if isinstance(output, str):
+        return output
+    return (output or b"").decode("utf-8", "replace")
+
+
 def nvlink_clique(node, rc, stdout, stderr):
-    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY``.
+    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY`` (its output as bytes or text).
 
     No GPU (the driver's "no devices" exit) or GPUs outside an NVLink fabric give ``{}`` and no
-    problem; a failed run or GPUs that disagree give ``{}`` and the problem, for a warning.
+    problem; a failed run, output that is not UTF-8, or GPUs that disagree or report a value that
+    cannot be a domain name give ``{}`` and the problem, naming the node, for a warning.
     """
     if rc == NVIDIA_SMI_NO_DEVICES:
         return {}, None
     if rc != 0:
-        detail = (stderr or stdout or "").strip().replace("\n", " ")[:200]
+        detail = (_text(stderr) or _text(stdout)).strip().replace("\n", " ")[:200]
         return {}, f"nvidia-smi failed (rc={rc}): {detail}"
+    if isinstance(stdout, bytes):
+        try:
+            stdout = stdout.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A replacement character would pass as part of a clique id: refuse the output instead.
+            row = stdout[:exc.start].count(b"\n") + 1
+            return {}, (f"nvidia-smi output of {node}, row {row}: not UTF-8 (byte 0x{stdout[exc.start]:02x}); "
+                        "its fabric.clusterUuid and fabric.cliqueId cannot be read")
     gpus = sum(1 for line in stdout.splitlines() if line.strip())
     if not gpus:
         return {}, None

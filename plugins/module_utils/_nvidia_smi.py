@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._model import name_problem
 
 QUERY = "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader"
 _UNAVAILABLE = frozenset({"", "n/a", "[n/a]", "not supported", "[not supported]", "unknown", "[unknown]"})
@@ -33,7 +34,7 @@ def node_domain(node, text):
         fields = [field.strip() for field in line.split(",")]
         if len(fields) != 2:
             raise TopologyError(f"nvidia-smi output of {node}, row {number}: expected 'clusterUuid, cliqueId', "
-                                f"got {line.strip()!r} (run: {QUERY})")
+                                f"got {clip(line.strip())} (run: {QUERY})")
         uuid, clique = fields
         for value, what in ((uuid, "fabric.clusterUuid"), (clique, "fabric.cliqueId")):
             if value.lower() in _UNAVAILABLE:
@@ -42,7 +43,14 @@ def node_domain(node, text):
         if uuid == _UNREGISTERED_UUID:
             raise TopologyError(f"nvidia-smi output of {node}, row {number}: the cluster UUID is all zeros; "
                                 "the GPU has not registered with the NVLink fabric yet")
-        domains.setdefault(f"{uuid}.{clique}", number)
+        # The domain becomes a block name in topology.conf and a label value: the model's one name
+        # rule, per field (to name it) and joined (the lengths add up).
+        domain = f"{uuid}.{clique}"
+        for value, what in ((uuid, "fabric.clusterUuid"), (clique, "fabric.cliqueId"), (domain, "the domain")):
+            problem = name_problem(value)
+            if problem:
+                raise TopologyError(f"nvidia-smi output of {node}, row {number}: {what}: {problem}")
+        domains.setdefault(domain, number)
     if not domains:
         raise TopologyError(f"nvidia-smi output of {node} has no GPU row")
     if len(domains) > 1:

@@ -17,8 +17,10 @@ description:
     C(nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader); the GPUs of a node
     must agree.
   - A node without HCAs, without C(nvidia-smi), without GPUs or with GPUs outside an NVLink fabric gets
-    empty C(infiniband) or C(nvlink) facts, not an error. GPUs in different cliques, or nvidia-smi failing,
-    give empty C(nvlink) facts and a warning.
+    empty C(infiniband) or C(nvlink) facts, not an error. GPUs in different cliques, nvidia-smi failing, output
+    that is not UTF-8, or a cluster UUID or clique id that is not a valid name (white space, C(=), C([), C(#),
+    more than 253 characters; the domain becomes a Slurm block name) give empty C(nvlink) facts and a warning
+    that names the node, the row and the field.
   - The C(infiniband) provider takes the facts as C(params.node_facts), to name HCAs by GUID; the
     C(nvidia_smi) accelerator source takes them in place of the command output; and
     M(aifactory.topology.k8s_node_annotations) publishes them as Kubernetes node annotations.
@@ -113,11 +115,14 @@ ansible_facts:
 
 import os
 import shlex
-import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts, _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils import _command, _node_facts, _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError
+
+# A node's nvidia-smi answer is one CSV row per GPU (a few KB); more is not an answer.
+MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024
 
 
 def main():
@@ -151,14 +156,16 @@ def main():
 
 
 def _run(command, timeout):
-    """(rc, stdout, stderr); bounded by ``timeout`` (AnsibleModule.run_command has no timeout)."""
+    """(rc, stdout bytes, stderr), bounded in time (children included) and output (_command).
+
+    Bytes, not text: _node_facts decodes them and reports output that is not UTF-8 for this node.
+    A command that cannot run, hangs or floods is this node's problem too, reported the same way.
+    """
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
-        return done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired:
-        return -1, "", f"no answer within {timeout} seconds"
-    except OSError as exc:
-        return -1, "", str(exc)
+        rc, stdout, stderr = _command.run(command, timeout=timeout, max_output=MAX_NVIDIA_SMI_OUTPUT)
+    except CommandError as exc:
+        return -1, b"", str(exc)
+    return rc, stdout, stderr.decode("utf-8", errors="replace")
 
 
 if __name__ == "__main__":

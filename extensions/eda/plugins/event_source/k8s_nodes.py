@@ -16,7 +16,12 @@ falling back to its ``K8S_AUTH_*`` variable; or all of them in one mapping ``aut
 ``k8s_topology_auth`` variable of playbooks/k8s.yml); ``node_selector``, ``watch_labels``,
 ``pod_selector``, ``pod_namespace``, ``delay`` (15), ``max_wait`` (120), ``initial_sync`` (true:
 one event at start, so changes made while nothing watched are applied), ``ready_timeout`` (60),
-``backoff_max`` (30), ``watch_timeout`` (300), ``request_timeout`` (30). See docs/event-driven.md.
+``backoff_min`` (0.5), ``backoff_max`` (30), ``watch_timeout`` (300), ``request_timeout`` (30), and
+the bounds against a broken API server: ``max_line`` (4 MiB), ``max_objects`` (200,000 per
+resource), ``max_pages`` (1,000); ``stats_interval`` (300: a line with the counts, bad messages
+included). One bad message (a garbage line, an object without a name) is counted, logged and
+skipped; the source ends only on bad options, a first list that fails, or a refusal (400, 401,
+403, 404). See docs/event-driven.md.
 """
 
 from __future__ import annotations
@@ -49,10 +54,15 @@ SPEC = dict(
     pod_namespace=("str", None),
     initial_sync=("bool", True),
     ready_timeout=("float", 60.0),
+    backoff_min=("float", _k8s_watch.BACKOFF_MIN),
     backoff_max=("float", 30.0),
     watch_timeout=("int", _k8s_watch.WATCH_TIMEOUT),
     request_timeout=("float", 30.0),
+    max_line=("int", _k8s_watch.MAX_LINE),
+    max_objects=("int", _k8s_watch.MAX_OBJECTS),
+    max_pages=("int", _k8s_watch.MAX_PAGES),
     **_eda.DEBOUNCE_SPEC,
+    **_eda.STATS_SPEC,
 )
 
 
@@ -89,6 +99,9 @@ def connect(args):
         check_label_key(label, "watch_labels item")
     if args["pod_namespace"] and not args["pod_selector"]:
         raise _eda.TopologyError(f"{SOURCE}: pod_namespace needs pod_selector")
+    for name in ("max_line", "max_objects", "max_pages", "stats_interval"):
+        if not args[name]:
+            raise _eda.TopologyError(f"{SOURCE}: option {name!r} must be > 0")
     client = _k8s.K8sClient(config, timeout=args["request_timeout"])
     return client, origin
 
@@ -103,13 +116,16 @@ async def main(queue, args):
 
     debouncer = _eda.debouncer_from(args, queue.put, SOURCE)
     debouncer.start()
-    common = {"backoff_max": args["backoff_max"], "watch_timeout": args["watch_timeout"],
-              "log": lambda message: LOG.warning("%s: %s", SOURCE, message)}
+    common = {name: args[name] for name in ("backoff_min", "backoff_max", "watch_timeout", "max_line",
+                                            "max_objects", "max_pages")}
+    common["log"] = lambda message: LOG.warning("%s: %s", SOURCE, message)
     watchers = [_k8s_watch.ResourceWatcher(client, "node", debouncer.add_threadsafe, node_selector,
                                            watched_labels=args["watch_labels"], **common)]
     if pod_selector:
         watchers.append(_k8s_watch.ResourceWatcher(client, "pod", debouncer.add_threadsafe, pod_selector,
                                                    namespace=args["pod_namespace"], **common))
+    summaries = asyncio.ensure_future(_eda.log_summaries([w.stats for w in watchers], args["stats_interval"],
+                                                         lambda line: LOG.info("%s: %s", SOURCE, line)))
     try:
         for watcher in watchers:  # the first list fails loudly (RBAC, selector) before anything runs
             try:
@@ -123,8 +139,10 @@ async def main(queue, args):
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(_run_in_thread(loop, watcher) for watcher in watchers))
     finally:
+        summaries.cancel()
         for watcher in watchers:
             watcher.stop()
+            LOG.info("%s: ending; %s", SOURCE, watcher.stats.summary())
         await debouncer.stop()
         client.close()
 

@@ -11,7 +11,9 @@ never are.
 
 Options: ``token`` (required, at least 16 characters), ``certfile`` and ``keyfile`` (required:
 TLS only), ``host`` (default 127.0.0.1; 0.0.0.0 in an EDA controller activation), ``port``
-(default 5443), ``delay`` (15), ``max_wait`` (120).
+(default 5443), ``delay`` (15), ``max_wait`` (120), ``stats_interval`` (300: a line with the
+counts). A refused request is one bad message: answered, counted, logged (the first few of each
+period, with the peer only) and forgotten.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ SPEC = dict(
     host=("str", "127.0.0.1"),
     port=("int", 5443),
     **_eda.DEBOUNCE_SPEC,
+    **_eda.STATS_SPEC,
 )
 MAX_BODY = 64 * 1024
 MIN_TOKEN = 16
@@ -73,28 +76,37 @@ def authorized(request, token):
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-def application(debouncer, token):
+def application(debouncer, token, stats=None):
+    """The endpoint's aiohttp application; each refused request is one bad message of ``stats``."""
+    stats = stats or _eda.SourceStats("endpoint", lambda message: LOG.warning("%s: %s", SOURCE, message))
+
+    def refuse(status, error, reason, peer=None):
+        # The peer only: a request's headers and body may hold a token.
+        stats.bad(_eda.BadMessage(reason, peer))
+        return web.json_response({"error": error}, status=status,
+                                 headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+
     async def generate(request):
         if not authorized(request, token):
-            LOG.warning("%s: refused a request from %s without a valid token", SOURCE, request.remote)
-            return web.json_response({"error": "missing or wrong bearer token"}, status=401,
-                                     headers={"WWW-Authenticate": "Bearer"})
+            return refuse(401, "missing or wrong bearer token", "a request without a valid token", request.remote)
         reason = ""
         if request.can_read_body:
+            too_large = f"body larger than {MAX_BODY} bytes"
             if (request.content_length or 0) > MAX_BODY:
-                return web.json_response({"error": f"body larger than {MAX_BODY} bytes"}, status=413)
+                return refuse(413, too_large, "a body too large")
             raw = await request.content.read(MAX_BODY + 1)
             if len(raw) > MAX_BODY:
-                return web.json_response({"error": f"body larger than {MAX_BODY} bytes"}, status=413)
+                return refuse(413, too_large, "a body too large")
             if raw.strip():
                 try:
                     body = json.loads(raw)
-                except ValueError:
-                    return web.json_response({"error": "the body must be JSON"}, status=400)
+                except (ValueError, RecursionError):
+                    return refuse(400, "the body must be JSON", "a body that is not JSON")
                 if not isinstance(body, dict) or not isinstance(body.get("reason", ""), str):
-                    return web.json_response({"error": "the body must be an object with a string 'reason'"},
-                                             status=400)
+                    return refuse(400, "the body must be an object with a string 'reason'",
+                                  "a body that is not an object with a string reason")
                 reason = body.get("reason", "")[:500]
+        stats.count("requests accepted")
         debouncer.add({"kind": "request", "name": PATH, "change": "regenerate", "reason": reason,
                        "peer": request.remote or ""})
         return web.json_response({"status": "accepted", "pending": debouncer.pending}, status=202)
@@ -111,9 +123,14 @@ def application(debouncer, token):
 async def main(queue, args):
     args = _eda.SourceArgs(SOURCE, args, SPEC)
     context = check(args)
+    if args["stats_interval"] <= 0:
+        raise _eda.TopologyError(f"{SOURCE}: option 'stats_interval' must be > 0")
     debouncer = _eda.debouncer_from(args, queue.put, SOURCE)
     debouncer.start()
-    runner = web.AppRunner(application(debouncer, args["token"]), access_log=None)
+    stats = _eda.SourceStats("endpoint", lambda message: LOG.warning("%s: %s", SOURCE, message))
+    summaries = asyncio.ensure_future(_eda.log_summaries([stats], args["stats_interval"],
+                                                         lambda line: LOG.info("%s: %s", SOURCE, line)))
+    runner = web.AppRunner(application(debouncer, args["token"], stats), access_log=None)
     await runner.setup()
     try:
         site = web.TCPSite(runner, args["host"], args["port"], ssl_context=context)
@@ -125,5 +142,7 @@ async def main(queue, args):
         LOG.info("%s: listening on https://%s:%d%s", SOURCE, args["host"], args["port"], PATH)
         await asyncio.Future()  # serve until the rulebook stops
     finally:
+        summaries.cancel()
+        LOG.info("%s: ending; %s", SOURCE, stats.summary())
         await runner.cleanup()
         await debouncer.stop()

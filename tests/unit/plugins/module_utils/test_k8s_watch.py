@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import json
+
 import kubernetes  # noqa: F401  # pylint: disable=unused-import  # a requirement: its absence fails, never skips
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_watch
+from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s, _k8s_watch
 
 CLIQUE = "nvidia.com/gpu.clique"
 
@@ -16,9 +21,14 @@ def node(name, version, clique=None, **labels):
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def watcher(emitted):
+@functools.lru_cache(maxsize=1)
+def unreachable_client():
     config, _source = _k8s.configuration({"host": "https://127.0.0.1:1", "api_key": "t"})
-    return _k8s_watch.ResourceWatcher(_k8s.K8sClient(config), "node", emitted.append, watched_labels=[CLIQUE])
+    return _k8s.K8sClient(config)
+
+
+def watcher(emitted, kind="node"):
+    return _k8s_watch.ResourceWatcher(unreachable_client(), kind, emitted.append, watched_labels=[CLIQUE])
 
 
 def test_events_bookmarks_and_heartbeats():
@@ -40,3 +50,36 @@ def test_unreachable_server_is_a_clear_error_after_the_timeout():
     with pytest.raises(_k8s_watch.RemoteAPIError, match=r"https://127.0.0.1:1 is not ready after 0.5 s") as info:
         _k8s_watch.wait_ready(_k8s.K8sClient(config), 0.5)
     assert "secret-token" not in str(info.value)
+
+
+# Any JSON at all: what a broken or hostile API server can put in a watch line.
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=12)
+SHAPED = st.fixed_dictionaries({"metadata": st.fixed_dictionaries(
+    {}, optional={"name": JSON, "namespace": JSON, "resourceVersion": JSON, "labels": JSON | st.dictionaries(
+        st.just(CLIQUE), JSON)})}, optional={"spec": JSON | st.fixed_dictionaries({"nodeName": JSON}),
+                                             "status": JSON | st.fixed_dictionaries({"conditions": JSON})})
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["node", "pod"]), event_type=st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]),
+       obj=JSON | SHAPED)
+def test_any_object_is_handled_or_one_bad_message(kind, event_type, obj):
+    emitted = []
+    w = watcher(emitted, kind)
+    try:
+        w.handle({"type": event_type, "object": obj})
+    except _eda.BadMessage:
+        assert w.known == {} and emitted == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(line=st.text(max_size=60) | JSON.map(json.dumps) | st.fixed_dictionaries(
+    {"type": st.sampled_from(["ADDED", "ERROR", "BOOKMARK"]), "object": JSON}).map(json.dumps))
+def test_any_line_is_an_event_or_one_bad_message(line):
+    event = _k8s_watch._Watch().unmarshal_event(line, None)  # pylint: disable=protected-access
+    assert event is None or isinstance(event, _eda.BadMessage) or (
+        isinstance(event, dict) and isinstance(event["object"], dict) and event["type"] in _k8s_watch.EVENT_TYPES)
+    if isinstance(event, dict) and event["type"] == "ERROR":
+        assert isinstance(event["object"]["code"], int) and isinstance(event["object"]["message"], str)

@@ -40,6 +40,31 @@ def test_unusable_rows_fail_naming_the_node(text, message):
         node_domain("gpu7", text)
 
 
+# What the issue measured: a domain with a Slurm record inside, and a 2,000-character one, both accepted.
+@pytest.mark.parametrize("uuid, clique, message", [
+    ("x BlockName=evil Nodes=victim[01-99]", "7", r"gpu7, row 1: fabric.clusterUuid: 'x BlockName=evil Nodes=victim"
+                                                  r"\[01-99\]' contains white space"),
+    (UUID_A, "7#comment", r"gpu7, row 1: fabric.cliqueId: '7#comment' contains '#'"),
+    (UUID_A, "c" * 2000, r"gpu7, row 1: fabric.cliqueId: 'cccc.*\(2000 characters\) is longer than 253 characters"),
+    ("u" * 200, "c" * 100, r"gpu7, row 1: the domain: 'uuuu.*\(301 characters\) is longer than 253 characters"),
+    (UUID_A, "3\udcff", r"gpu7, row 1: fabric.cliqueId: .* contains white space or a control character"),
+], ids=["slurm-record", "comment", "2000-characters", "joined-too-long", "undecodable-byte"])
+def test_clique_and_cluster_ids_follow_the_model_name_rule(uuid, clique, message):
+    with pytest.raises(TopologyError, match=message):
+        node_domain("gpu7", rows(uuid, clique))
+
+
+def test_a_node_already_in_the_tree_cannot_get_a_domain_that_is_not_a_name():
+    # The tree's nodes get the domain by assignment, past add_node's check: node_domain is where it is checked.
+    topology = Topology()
+    topology.add_node("gpu1", domain="old")
+    gathered = {"nvlink": {"cluster_uuid": UUID_A, "clique_id": "c" * 2000}}
+    for output in ("x BlockName=evil Nodes=victim[01-99], 7\n", gathered):
+        with pytest.raises(TopologyError, match="accelerator.nvidia_smi.gpu1|nvidia-smi output of gpu1, row 1"):
+            apply_nvidia_smi_domains(topology, {"gpu1": output})
+        assert topology.nodes["gpu1"].domain == "old"
+
+
 def test_one_bad_node_fails_the_whole_run_and_changes_nothing():
     topology = Topology()
     topology.add_node("gpu1")

@@ -63,7 +63,8 @@ def sysfs(tmp_path):
 def fake_nvidia_smi(tmp_path, output, rc=0):
     script = tmp_path / "bin" / "nvidia-smi"
     script.parent.mkdir(exist_ok=True)
-    (tmp_path / "recorded.txt").write_text(output)
+    recorded = tmp_path / "recorded.txt"
+    recorded.write_bytes(output) if isinstance(output, bytes) else recorded.write_text(output)
     script.write_text(f"#!/bin/sh\n[ \"$1\" = --query-gpu=fabric.clusterUuid,fabric.cliqueId ] || exit 2\n"
                       f"cat '{tmp_path / 'recorded.txt'}'\nexit {rc}\n")
     script.chmod(0o755)
@@ -124,12 +125,43 @@ def test_disagreeing_gpus_or_a_failing_nvidia_smi_warn_and_give_empty_nvlink(run
     assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
 
 
+@pytest.mark.parametrize("output, warning", [
+    (f"{UUID}, 32766\n".encode() + b"\xff\xfe, 32766\n",
+     f"nvidia-smi output of {os.uname().nodename}, row 2: not UTF-8 (byte 0xff)"),
+    (f"{UUID}, 7 BlockName=evil Nodes=victim[01-99]\n",
+     f"nvidia-smi output of {os.uname().nodename}, row 1: fabric.cliqueId: '7 BlockName=evil"),
+    (f"{UUID}, {'7' * 2000}\n", "fabric.cliqueId: '7777"),
+], ids=["not-utf8", "slurm-record", "2000-characters"])
+def test_unusable_nvidia_smi_output_is_a_warning_naming_the_node_not_a_traceback(run, tmp_path, output, warning):
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, output)})
+    assert not result["failed"] and result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
+    assert len(result["warnings"][0]) < 300  # the message quotes a clipped value, not 2,000 characters
+
+
 def test_a_hung_nvidia_smi_is_bounded(run, tmp_path):
     script = tmp_path / "nvidia-smi"
     script.write_text("#!/bin/sh\nexec sleep 30\n")
     script.chmod(0o755)
     result = run({"gather": ["nvlink"], "nvidia_smi_path": str(script), "timeout": 1})
-    assert "no answer within 1 seconds" in result["warnings"][0]
+    assert "did not finish within 1 s" in result["warnings"][0]
+
+
+def test_a_hung_child_of_an_nvidia_smi_wrapper_is_bounded_too(run, tmp_path):
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\nsleep 30 &\nexit 0\n")
+    script.chmod(0o755)
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": str(script), "timeout": 1})
+    assert "did not finish within 1 s" in result["warnings"][0]
+    assert result["ansible_facts"]["topology_node"]["nvlink"] == {}
+
+
+def test_a_flood_of_nvidia_smi_output_is_cut_off(run, tmp_path):
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\nexec yes 0000:01:00.0,6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34,32766\n")
+    script.chmod(0o755)
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": str(script), "timeout": 30})
+    assert "printed more than 1048576 bytes; it was killed" in result["warnings"][0]
 
 
 # -- the providers take the facts ----------------------------------------------------------

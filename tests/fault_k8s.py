@@ -1,0 +1,131 @@
+"""A kube-apiserver stand-in on 127.0.0.1 that answers lists and watches as each test scripts them.
+
+For the event sources' hostile-server tests (tests/unit/hostile/test_hostile_events.py). It speaks
+the API's HTTP: ``GET /readyz``, ``GET /api/v1/nodes`` (and pods) as a list, with ``watch=true``
+as a chunked stream of lines, as kube-apiserver sends them.
+
+* ``server.lists(query)`` answers a list: a JSON-able value, or ``(status, body bytes)``.
+  Default: an empty NodeList at resourceVersion "1".
+* ``server.watches(query)`` answers a watch: an iterable of bytes (each written as one chunk;
+  the stream ends after the last), ``(status, body bytes)``, or ``HOLD``: keep the stream open
+  without a byte until the client goes or the server stops. Default: ``HOLD``.
+* ``server.calls``: ``(path, query)`` in order; ``server.wait_for(predicate)`` waits, bounded,
+  until ``predicate()`` holds (no sleeps as synchronisation).
+
+Every answer is bounded in time (``MAX_FAULT_SECONDS``): a client that does not protect itself
+fails its test instead of hanging the run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from urllib.parse import urlparse
+
+from tests.fault_http import MAX_FAULT_SECONDS, FaultServer
+
+HOLD = "hold"
+
+
+def event_lines(*events):
+    """The chunks of a watch stream: each event (a dict, or raw bytes) as one line."""
+    return [event if isinstance(event, bytes) else json.dumps(event).encode() + b"\n" for event in events]
+
+
+class OneChunk:
+    """``piece`` ``count`` times as ONE chunk of the chunked stream, written piece by piece (never held whole)."""
+
+    def __init__(self, piece, count):
+        self.piece, self.count = piece, count
+
+
+def scripted(answers, then=HOLD):
+    """A ``watches``/``lists`` callable that gives ``answers`` in order, then ``then`` forever."""
+    answers = list(answers)
+    lock = threading.Lock()
+
+    def answer(_query):
+        with lock:
+            return answers.pop(0) if answers else then
+    return answer
+
+
+def node_list(items=(), version="1", token=None):
+    return {"kind": "NodeList", "apiVersion": "v1", "items": list(items),
+            "metadata": {"resourceVersion": version, **({"continue": token} if token else {})}}
+
+
+class FakeApiServer(FaultServer):
+    """``with FakeApiServer() as api:``; ``api.url()`` is the ``host`` for the Kubernetes client.
+
+    A FaultServer whose faults are the API's paths: ``/readyz`` and ``/api/...``.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []  # (path, query), in order
+        self.lists = lambda query: node_list()
+        self.watches = lambda query: HOLD
+        self._changed = threading.Condition()
+        # A client that goes mid-request (its watch stopped) is what the tests do, not an error to print.
+        self.httpd.handle_error = lambda request, client_address: None
+
+    def _record(self, handler, query):
+        with self._changed:
+            self.calls.append((urlparse(handler.path).path, {key: values[0] for key, values in query.items()}))
+            self._changed.notify_all()
+        return self.calls[-1][1]
+
+    def _readyz(self, handler, query):
+        self._record(handler, query)
+        self._send(handler, 200, b"ok")
+
+    def _api(self, handler, query):
+        query = self._record(handler, query)
+        if query.get("watch") == "true":
+            self._answer_watch(handler, self.watches(query))
+        else:
+            self._answer_list(handler, self.lists(query))
+
+    def watch_requests(self):
+        return [query for _path, query in list(self.calls) if query.get("watch") == "true"]
+
+    def list_requests(self):
+        return [query for path, query in list(self.calls) if path != "/readyz" and query.get("watch") != "true"]
+
+    def wait_for(self, predicate, timeout=MAX_FAULT_SECONDS):
+        """Wait until ``predicate()`` holds, at most ``timeout`` seconds; whether it holds."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def _answer_list(self, handler, answer):
+        status, body = answer if isinstance(answer, tuple) else (200, json.dumps(answer).encode())
+        self._send(handler, status, body, {"Content-Type": "application/json"})
+
+    def _answer_watch(self, handler, answer):
+        if isinstance(answer, tuple):
+            self._answer_list(handler, answer)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        handler.wfile.flush()
+        if answer == HOLD:
+            self._bounded_sleep(MAX_FAULT_SECONDS)
+            handler.close_connection = True
+            return
+        for chunk in answer:
+            if self._stop.is_set():
+                break
+            if isinstance(chunk, OneChunk):
+                handler.wfile.write(b"%x\r\n" % (len(chunk.piece) * chunk.count))
+                for _piece in range(chunk.count):
+                    handler.wfile.write(chunk.piece)
+                handler.wfile.write(b"\r\n")
+            elif chunk:
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
