@@ -20,7 +20,8 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._input_file import read_text
 
 # sysfs values are a few bytes; never read more from a file there.
 _MAX_SYSFS_READ = 4096
@@ -31,10 +32,11 @@ NVIDIA_SMI_NO_DEVICES = 6
 
 
 def _read(path):
+    """A sysfs value, or None when it cannot be read: through the one input reader, so a FIFO or a
+    device planted in the tree is refused, never opened for a read that blocks."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(_MAX_SYSFS_READ).strip()
-    except OSError:
+        return read_text(path, "sysfs file", max_bytes=_MAX_SYSFS_READ).strip()
+    except LocalFileError:
         return None
 
 

@@ -90,6 +90,17 @@ def test_hcas_from_sysfs_in_natural_device_order(sysfs):
     assert hcas[2]["ports"][0]["state"] == "DOWN"
 
 
+def test_a_fifo_or_a_huge_file_in_the_sysfs_tree_is_not_read(sysfs):
+    desc = sysfs / "class" / "infiniband" / "mlx5_0" / "node_desc"
+    desc.unlink()
+    os.mkfifo(desc)  # a read would block forever
+    (sysfs / "class" / "infiniband" / "mlx5_2" / "node_desc").write_text("x" * 100_000)
+    hcas = _node_facts.infiniband_hcas(str(sysfs))
+    assert [h["device"] for h in hcas] == ["mlx5_0", "mlx5_2", "mlx5_10"]
+    assert hcas[0]["node_guid"] == "0xe09d73030037311c" and not hcas[0]["node_desc"]
+    assert not hcas[1]["node_desc"]
+
+
 def test_the_module_gathers_hcas_clique_and_hostname(run, sysfs, tmp_path):
     result = run({"sysfs_root": str(sysfs), "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY)}, check_mode=True)
     assert not result["failed"] and result["changed"] is False and result["warnings"] == []
