@@ -103,7 +103,9 @@ options:
         nodes the current file holds, unless O(force) is set.
       - A result with no nodes never replaces a file that has some, whatever O(force) says.
       - A number from 0 to 100; C(nan) and infinities are errors.
-      - A current file the guard cannot read fails the task unless O(force) is set (it fails closed).
+      - A current file the guard cannot read fails the task unless O(force) is set (it fails closed). A file
+        with more than comments that yields no nodes is one it cannot read; an empty file, or a C(topology.yaml)
+        of flat topologies only, has no nodes to lose.
       - Reading the current file, this check and the rename happen under a lock on the directory of O(dest),
         so concurrent runs cannot both pass it.
     type: float
@@ -249,7 +251,8 @@ def main():
             # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
             with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
                 current = read_text(resolve_dest(params["dest"]))
-                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"])
+                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"],
+                                                    where=f"the current file {params['dest']}")
                 if warning:
                     warn(warning)
                 result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
