@@ -54,9 +54,26 @@ def test_duplicate_keys_collapse_to_one_line():
     assert restart_settings(settings) == []
 
 
+def test_numbers_and_booleans_are_written_as_slurm_conf_spells_them():
+    """YAML turns ``MaxNodes: 4`` into a number and ``Hidden: yes`` into a boolean."""
+    text, settings, partitions = apply(BASE, {"MaxNodes": 4, "PriorityWeightAge": 0.5, "AllowSpecResourcesUsage": True},
+                                       {"gpu": {"MaxNodes": 18, "Default": False, "ExclusiveUser": True}})
+    lines = text.splitlines()
+    assert "PartitionName=gpu Nodes=gb200-r01-n[01-18] Default=NO MaxTime=INFINITE State=UP MaxNodes=18 " \
+           "ExclusiveUser=YES" in lines
+    assert lines[-3:] == ["MaxNodes=4", "PriorityWeightAge=0.5", "AllowSpecResourcesUsage=YES"]
+    assert settings == ["AllowSpecResourcesUsage", "MaxNodes", "PriorityWeightAge"] and partitions == ["gpu"]
+    again, settings, partitions = apply(text, {"MaxNodes": "4", "AllowSpecResourcesUsage": True},
+                                        {"gpu": {"MaxNodes": 18, "Default": "NO"}})
+    assert again == text and settings == [] and partitions == []
+
+
 @pytest.mark.parametrize("settings, partitions, message", [
-    ({}, {"gpu": {"Topology": ""}}, "partitions.gpu.Topology: Topology must be a non-empty value"),
-    ({"SwitchType": "a b"}, {}, "settings.SwitchType: SwitchType must be a non-empty value without spaces"),
+    ({}, {"gpu": {"Topology": ""}}, "partitions.gpu.Topology: Topology must be a non-empty string"),
+    ({"SwitchType": "a b"}, {}, "settings.SwitchType: SwitchType must be a non-empty string without spaces or '#', "
+                                "a number or a boolean, got 'a b'"),
+    ({"MaxNodes": float("nan")}, {}, "settings.MaxNodes: MaxNodes must be a non-empty string"),
+    ({}, {"gpu": {"Nodes": ["a", "b"]}}, r"partitions.gpu.Nodes: Nodes must be .*, got <list>"),
     ({"PartitionName": "x"}, {}, "manage PartitionName lines through partitions"),
     ({"bad key": "x"}, {}, "'bad key' is not a slurm.conf key"),
     ({}, {"new": {"Topology": "x"}}, "partition 'new' is not in slurm.conf; give its Nodes to create it"),
