@@ -26,6 +26,11 @@ def _key_of(line):
     return match.group(1).lower() if match else None
 
 
+def _check_key(key, where):
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(key)):
+        raise TopologyError(f"{where}: {key!r} is not a slurm.conf key")
+
+
 def _slurm_value(key, value, where):
     """``value`` as slurm.conf text, or None (remove it): booleans are YES and NO, as slurm.conf writes them.
 
@@ -61,16 +66,22 @@ def apply(text, settings=None, partitions=None):
     settings = dict(settings or {})
     partitions = dict(partitions or {})
     for key, value in settings.items():
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(key)):
-            raise TopologyError(f"settings: {key!r} is not a slurm.conf key")
+        _check_key(key, "settings")
         if str(key).lower() in ("partitionname", "nodename"):
             raise TopologyError(f"settings: manage {key} lines through partitions, not settings")
         settings[key] = _slurm_value(key, value, f"settings.{key}")
     for name, attrs in partitions.items():
+        # Written verbatim after PartitionName=: a space, '=' or line break would add attributes or lines.
+        if not isinstance(name, str) or not _SAFE_VALUE.match(name) or "=" in name:
+            raise TopologyError(f"partitions: {clip(name)} is not a partition name (no spaces, '#' or '=')")
         if attrs is None:
             continue
         if not isinstance(attrs, dict):
             raise TopologyError(f"partitions.{name} must be a mapping of attributes (or null to remove it)")
+        for key in attrs:
+            _check_key(key, f"partitions.{name}")
+            if str(key).lower() == "partitionname":
+                raise TopologyError(f"partitions.{name}: the partition's name is its key, not a PartitionName attribute")
         partitions[name] = {key: _slurm_value(key, value, f"partitions.{name}.{key}") for key, value in attrs.items()}
 
     lines = text.splitlines()

@@ -76,6 +76,10 @@ def test_numbers_and_booleans_are_written_as_slurm_conf_spells_them():
     ({}, {"gpu": {"Nodes": ["a", "b"]}}, r"partitions.gpu.Nodes: Nodes must be .*, got <list>"),
     ({"PartitionName": "x"}, {}, "manage PartitionName lines through partitions"),
     ({"bad key": "x"}, {}, "'bad key' is not a slurm.conf key"),
+    ({}, {"gpu": {"x SwitchType": "y"}}, r"partitions.gpu: 'x SwitchType' is not a slurm.conf key"),
+    ({}, {"gpu": {"PartitionName": "cpu"}}, "the partition's name is its key, not a PartitionName attribute"),
+    ({}, {"gpu\nSwitchType=x": {"Nodes": "a"}}, r"partitions: 'gpu\\nSwitchType=x' is not a partition name"),
+    ({}, {"a=b": None}, "partitions: 'a=b' is not a partition name"),
     ({}, {"new": {"Topology": "x"}}, "partition 'new' is not in slurm.conf; give its Nodes to create it"),
     ({}, {"gpu": "Topology=x"}, "partitions.gpu must be a mapping"),
 ])
