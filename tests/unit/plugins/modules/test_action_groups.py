@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils import basic
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+
+from .module_runner import module_argument_spec
 
 ROOT = Path(__file__).resolve().parents[4]
 COLLECTION = "aifactory.topology"
@@ -24,20 +25,6 @@ ACTION_GROUPS = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())["act
 
 def _plugin(kind, name):
     return importlib.import_module(f"ansible_collections.aifactory.topology.plugins.{kind}.{name}")
-
-
-class _Spec(Exception):
-    """Raised by AnsibleModule() in place of parsing arguments: carries the module's argument spec."""
-
-
-def argument_spec(name, monkeypatch):
-    """The argument spec the module's main() gives AnsibleModule, without running the module."""
-    def capture(self, argument_spec, **kwargs):
-        raise _Spec(argument_spec)
-    monkeypatch.setattr(basic.AnsibleModule, "__init__", capture)
-    with pytest.raises(_Spec) as info:
-        _plugin("modules", name).main()
-    return info.value.args[0]
 
 
 def documented_attributes(doc):
@@ -57,7 +44,7 @@ def documented_attributes(doc):
 def test_a_module_taking_kubernetes_credentials_is_in_the_k8s_group_and_says_so(name, monkeypatch):
     doc = yaml.safe_load(_plugin("modules", name).DOCUMENTATION)
     extends_auth = f"{COLLECTION}.k8s_auth" in (doc.get("extends_documentation_fragment") or [])
-    takes_auth = set(_k8s.AUTH_ARG_SPEC) <= set(argument_spec(name, monkeypatch))
+    takes_auth = set(_k8s.AUTH_ARG_SPEC) <= set(module_argument_spec(_plugin("modules", name), monkeypatch))
     assert extends_auth == takes_auth, "the k8s_auth doc fragment and the argument spec disagree"
     assert (name in ACTION_GROUPS["k8s"]) == takes_auth
     membership = documented_attributes(doc).get("action_group", {}).get("membership") or []
