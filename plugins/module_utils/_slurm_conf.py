@@ -165,12 +165,3 @@ def restart_settings(changed_settings):
     """The changed settings that need the Slurm daemons restarted."""
     return [key for key in changed_settings if key.lower() in RESTART_KEYS]
 
-
-def current_settings(text):
-    """Key (lower case) -> value of the global settings in ``text`` (the last one wins)."""
-    values = {}
-    for line in text.splitlines():
-        key = _key_of(line)
-        if key and key not in ("partitionname", "nodename"):
-            values[key] = line.split("#", 1)[0].split("=", 1)[1].strip()
-    return values

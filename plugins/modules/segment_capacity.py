@@ -283,9 +283,11 @@ def main():
     def read_scontrol_json():
         command = [params["scontrol_path"], "show", "nodes", "--json"]
         try:
-            rc, out, err = module.run_command(command)
+            # handle_exceptions=False: run_command raises instead of failing the task with a bare
+            # "Error executing command.", so the message says which command could not run and why.
+            rc, out, err = module.run_command(command, handle_exceptions=False)
         except OSError as exc:
-            raise TopologyError(f"cannot run {' '.join(command)}: {exc}") from None
+            raise TopologyError(f"cannot run {' '.join(command)}: {exc.strerror}") from None
         if rc != 0:
             raise TopologyError(f"{' '.join(command)} failed (exit {rc}): {(err or out).strip()[:2000] or 'no output'}")
         return out

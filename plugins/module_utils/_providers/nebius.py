@@ -35,7 +35,6 @@ DEFAULT_ENDPOINT = _specs.NEBIUS_ENDPOINT
 DEFAULT_PAGE_SIZE = _specs.NEBIUS_PARAMS["page_size"]["default"]
 PATH_LENGTH = 3
 RETRY_CODES = ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED")
-PARAMS_SPEC, CREDS_SPEC = _specs.NEBIUS_PARAMS, _specs.NEBIUS_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):

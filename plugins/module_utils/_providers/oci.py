@@ -51,7 +51,6 @@ API_VERSION = "/20160918"
 DEFAULT_IDENTITY_URL = _specs.OCI_IDENTITY_URL
 DEFAULT_COMPUTE_URL = _specs.OCI_COMPUTE_URL
 DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS["page_size"]["default"]
-PARAMS_SPEC, CREDS_SPEC = _specs.OCI_PARAMS, _specs.OCI_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):

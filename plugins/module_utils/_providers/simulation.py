@@ -16,11 +16,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _hostlis
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"
-PARAMS_SPEC, CREDS_SPEC = _specs.SIMULATION_PARAMS, {}
 
 
 def discover(params, creds, warn):

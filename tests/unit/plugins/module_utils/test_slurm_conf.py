@@ -4,7 +4,7 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import (
-    MANAGED_MARKER, apply, current_settings, restart_settings)
+    MANAGED_MARKER, apply, restart_settings)
 
 BASE = """# site slurm.conf
 ClusterName=ai
@@ -50,7 +50,6 @@ def test_removal_of_settings_attributes_and_partitions():
 def test_duplicate_keys_collapse_to_one_line():
     text, settings, _p = apply("TopologyParam=A\nTopologyParam=B\n", {"TopologyParam": "A"})
     assert text == "TopologyParam=A\n" and settings == ["TopologyParam"]
-    assert current_settings(text) == {"topologyparam": "A"}
     assert restart_settings(settings) == []
 
 

@@ -76,3 +76,9 @@ def test_scontrol_failure_or_malformed_json_is_a_clear_error(run, tmp_path, body
     assert result["failed"]
     assert re.search(words, result["msg"]), result["msg"]
     assert "scontrol" in result["msg"]
+
+
+def test_an_scontrol_that_cannot_run_fails_the_task_naming_it(run, tmp_path):
+    missing = tmp_path / "no-scontrol"
+    result = run(dict(BASE, scontrol_path=str(missing)))
+    assert result["failed"] and result["msg"] == f"cannot run {missing} show nodes --json: No such file or directory"
