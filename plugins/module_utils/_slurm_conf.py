@@ -164,4 +164,3 @@ def _edit_partition(name, pairs, attrs, comment):
 def restart_settings(changed_settings):
     """The changed settings that need the Slurm daemons restarted."""
     return [key for key in changed_settings if key.lower() in RESTART_KEYS]
-

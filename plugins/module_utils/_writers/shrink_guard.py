@@ -153,7 +153,7 @@ def _after_newlines(tokens, index):
 
 def _nodes_value(tokens, index):
     """The hostlist after the ``nodes:`` whose value starts at ``index``, or "" for a null value."""
-    index, _ = _after_newlines(tokens, index)
+    index = _after_newlines(tokens, index)[0]
     if index == len(tokens) or tokens[index][1] in (",", "}", "]") or _is_key(tokens, index):
         return ""
     kind, value, line = tokens[index]

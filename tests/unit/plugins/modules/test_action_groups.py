@@ -33,7 +33,7 @@ def documented_attributes(doc):
     for fragment in doc.get("extends_documentation_fragment") or []:
         if not fragment.startswith(COLLECTION + "."):
             continue
-        name, _, variant = fragment[len(COLLECTION) + 1:].partition(".")
+        name, _sep, variant = fragment[len(COLLECTION) + 1:].partition(".")
         text = getattr(_plugin("doc_fragments", name).ModuleDocFragment, variant or "DOCUMENTATION")
         for key, value in (yaml.safe_load(text).get("attributes") or {}).items():
             attributes.setdefault(key, {}).update(value)
