@@ -46,6 +46,17 @@ attributes:
     support: full
 """
 
+    # For the modules in the k8s action group of meta/runtime.yml (those that take the k8s_auth options).
+    ACTION_GROUP_K8S = r"""
+options: {}
+attributes:
+  action_group:
+    description: Use C(group/aifactory.topology.k8s) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - aifactory.topology.k8s
+"""
+
     # For modules that return facts.
     FACTS = r"""
 options: {}

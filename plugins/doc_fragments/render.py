@@ -89,7 +89,9 @@ options:
         than this percentage of the nodes the current one holds, unless O(force) is set.
       - A result with no nodes never replaces a topology that has some, whatever O(force) says.
       - A number from 0 to 100; C(nan) and infinities are errors.
-      - A current topology the guard cannot read fails the task unless O(force) is set (it fails closed).
+      - A current topology the guard cannot read fails the task unless O(force) is set (it fails closed). One with
+        more than comments that yields no nodes is one it cannot read; an empty one, or a C(topology.yaml) of flat
+        topologies only, has no nodes to lose.
     type: float
     default: 10
   force:

@@ -63,6 +63,8 @@ options:
         (recognised by its C(format)) or an NVIDIA Topograph simulation model.
       - A relative path is relative to the directory of the configuration file (an AWX project's checkout
         moves, the file's neighbours do not).
+      - It must be a regular file of UTF-8 text; anything else (a FIFO, a device, another encoding) fails the
+        parse naming the file, without blocking.
     type: str
   domain_prefix:
     description: Prefix of the accelerator domain groups.

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _providers, _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils import _input_file, _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 PROVIDER_ARG_SPEC = {
@@ -94,13 +93,7 @@ def load_topology(module, warn=None):
 def load_model_file(path):
     """The validated Topology in a model file: the compact form (JSON or YAML, as topology_info
     returns it, recognised by its ``format``) or an NVIDIA Topograph simulation model."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = _yaml.safe_load(handle)  # JSON is YAML
-    except OSError as exc:
-        raise LocalFileError(f"model file {path}: {exc.strerror}") from None
-    except _yaml.YAMLError as exc:
-        raise TopologyError(f"model file {path} is neither JSON nor YAML: {exc}") from None
+    data = _input_file.read_yaml(path, "model file")
     if isinstance(data, dict) and "format" in data:
         return Topology.from_compact(data)
     # Imported here, as _providers imports providers: only where a model file is read.

@@ -2,9 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading an input file an operator named (a model, saved ibnetdiscover output): regular files only.
 
-A FIFO, socket or device would block the module forever (or feed it endless data), so the file
-is opened without blocking and checked on the open descriptor before anything is read. The
-text must be UTF-8; an error names the file and the byte offset, never quotes the content.
+Every input file is read here. A FIFO, socket or device would block the module forever (or feed
+it endless data), so the file is opened without blocking and checked on the open descriptor
+before anything is read. The text must be UTF-8; an error names the file and the byte offset,
+never quotes the content.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError
 
 
@@ -19,29 +21,34 @@ class InputFileError(LocalFileError):
     """An input file that cannot be used; the message names the file and why."""
 
 
-def read_text(path, what, max_bytes=None):
-    """The UTF-8 text of the regular file ``path``; ``what`` names the option in errors."""
+def read_text(path, what, path_is_secret=False, max_bytes=None):
+    """The UTF-8 text of the regular file ``path``; ``what`` names the option in errors.
+
+    ``path_is_secret``: a credential's path, left out of messages (creds values never reach one).
+    ``max_bytes``: a file that holds more is refused (sysfs values, whose size says nothing).
+    """
     if not isinstance(path, str) or not path:
         raise InputFileError(f"{what} must be the path of a file")
+    shown = what if path_is_secret else f"{what} {path!r}"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise InputFileError(f"{what} {path!r}: {exc.strerror}") from None
+        raise InputFileError(f"{shown}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputFileError(f"{what} {path!r} is not a regular file ({file_kind(info.st_mode)}); "
-                                 "only regular files are read")
-        if max_bytes is not None and info.st_size > max_bytes:
-            raise InputFileError(f"{what} {path!r} is larger than {max_bytes} bytes")
-        chunks = []
+            raise InputFileError(f"{shown} is not a regular file ({file_kind(info.st_mode)}); only regular files are read")
+        chunks, size = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise InputFileError(f"{shown} holds more than {max_bytes} bytes")
             chunks.append(chunk)
     except OSError as exc:
-        raise InputFileError(f"{what} {path!r}: {exc.strerror}") from None
+        raise InputFileError(f"{shown}: {exc.strerror}") from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
@@ -49,7 +56,18 @@ def read_text(path, what, max_bytes=None):
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputFileError(f"{what} {path!r} is not UTF-8 text (line {line}, byte {exc.start})") from None
+        raise InputFileError(f"{shown} is not UTF-8 text (line {line}, byte {exc.start})") from None
+
+
+def read_yaml(path, what):
+    """The data of the YAML (or JSON, which is YAML) file ``path``, read by read_text."""
+    if not _yaml.HAS_YAML:
+        raise InputFileError(f"{what} {path!r}: reading it needs PyYAML")
+    text = read_text(path, what)
+    try:
+        return _yaml.safe_load(text)
+    except _yaml.YAMLError as exc:
+        raise InputFileError(f"{what} {path!r} is not valid YAML: {exc}") from None
 
 
 def file_kind(mode):

@@ -8,9 +8,10 @@ Global settings are ``Key=Value`` lines (keys are case-insensitive in Slurm). Pa
 
 from __future__ import annotations
 
+import math
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
 MANAGED_MARKER = "# Settings managed by Ansible (aifactory.topology)"
 # Changing these needs every daemon restarted (slurm.conf(5)); everything else we manage,
@@ -25,13 +26,27 @@ def _key_of(line):
     return match.group(1).lower() if match else None
 
 
-def _check_value(key, value, where):
+def _check_key(key, where):
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(key)):
+        raise TopologyError(f"{where}: {key!r} is not a slurm.conf key")
+
+
+def _slurm_value(key, value, where):
+    """``value`` as slurm.conf text, or None (remove it): booleans are YES and NO, as slurm.conf writes them.
+
+    YAML makes numbers of ``MaxNodes: 4`` and booleans of ``Hidden: yes``: both mean what they say.
+    """
     if value is None:
-        return
+        return None
+    if isinstance(value, bool):
+        return "YES" if value else "NO"
+    if isinstance(value, int) or isinstance(value, float) and math.isfinite(value):
+        return str(value)
     if not isinstance(value, str) or not _SAFE_VALUE.match(value):
         # An empty Topology= once swallowed the next option in slurmd (SlinkyProject/slurm-operator#261).
-        raise TopologyError(f"{where}: {key} must be a non-empty value without spaces or '#', got {value!r}; "
-                            "use null to remove the setting")
+        raise TopologyError(f"{where}: {key} must be a non-empty string without spaces or '#', a number or a boolean, "
+                            f"got {clip(value)}; use null to remove the setting")
+    return value
 
 
 def _split_partition(line):
@@ -48,21 +63,26 @@ def apply(text, settings=None, partitions=None):
     partition) or a mapping attribute -> value (None removes the attribute); a partition that
     does not exist is added when its mapping has ``Nodes``.
     """
-    settings = settings or {}
-    partitions = partitions or {}
+    settings = dict(settings or {})
+    partitions = dict(partitions or {})
     for key, value in settings.items():
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", str(key)):
-            raise TopologyError(f"settings: {key!r} is not a slurm.conf key")
+        _check_key(key, "settings")
         if str(key).lower() in ("partitionname", "nodename"):
             raise TopologyError(f"settings: manage {key} lines through partitions, not settings")
-        _check_value(key, value, f"settings.{key}")
+        settings[key] = _slurm_value(key, value, f"settings.{key}")
     for name, attrs in partitions.items():
+        # Written verbatim after PartitionName=: a space, '=' or line break would add attributes or lines.
+        if not isinstance(name, str) or not _SAFE_VALUE.match(name) or "=" in name:
+            raise TopologyError(f"partitions: {clip(name)} is not a partition name (no spaces, '#' or '=')")
         if attrs is None:
             continue
         if not isinstance(attrs, dict):
             raise TopologyError(f"partitions.{name} must be a mapping of attributes (or null to remove it)")
-        for key, value in attrs.items():
-            _check_value(key, value, f"partitions.{name}.{key}")
+        for key in attrs:
+            _check_key(key, f"partitions.{name}")
+            if str(key).lower() == "partitionname":
+                raise TopologyError(f"partitions.{name}: the partition's name is its key, not a PartitionName attribute")
+        partitions[name] = {key: _slurm_value(key, value, f"partitions.{name}.{key}") for key, value in attrs.items()}
 
     lines = text.splitlines()
     wanted = {str(key).lower(): (str(key), value) for key, value in settings.items()}
@@ -144,13 +164,3 @@ def _edit_partition(name, pairs, attrs, comment):
 def restart_settings(changed_settings):
     """The changed settings that need the Slurm daemons restarted."""
     return [key for key in changed_settings if key.lower() in RESTART_KEYS]
-
-
-def current_settings(text):
-    """Key (lower case) -> value of the global settings in ``text`` (the last one wins)."""
-    values = {}
-    for line in text.splitlines():
-        key = _key_of(line)
-        if key and key not in ("partitionname", "nodename"):
-            values[key] = line.split("#", 1)[0].split("=", 1)[1].strip()
-    return values

@@ -34,7 +34,6 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 
 MAX_DEPTH = 200
 MAX_ALIAS_NODES = 1_000_000
-_STR_TAG = "tag:yaml.org,2002:str"
 # Implicit tags whose meaning is the mapping's, not the scalar's: left to yaml.load.
 _MAPPING_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 

@@ -24,6 +24,7 @@ extends_documentation_fragment:
   - aifactory.topology.k8s_auth
   - aifactory.topology.k8s_auth.WRITES
   - aifactory.topology.attributes
+  - aifactory.topology.attributes.ACTION_GROUP_K8S
 options:
   node_facts:
     description:

@@ -26,6 +26,7 @@ extends_documentation_fragment:
   - aifactory.topology.k8s_auth
   - aifactory.topology.k8s_auth.WRITES
   - aifactory.topology.attributes
+  - aifactory.topology.attributes.ACTION_GROUP_K8S
 options:
   namespace:
     description: The namespace nfd-master reads C(NodeFeature) objects from (Topograph's E(NFD_NAMESPACE)).

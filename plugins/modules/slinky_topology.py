@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - aifactory.topology.render
   - aifactory.topology.render.LAYOUT
   - aifactory.topology.render.SHRINK_GUARD
+  - aifactory.topology.attributes.ACTION_GROUP_K8S
 options:
   namespace:
     description: The Slurm namespace, where the ConfigMap and the slurmd pods are.

@@ -28,6 +28,7 @@ options:
   settings:
     description:
       - Global settings, key to value, for example C(SwitchType=switch/nvidia_imex). A null value removes the key.
+      - A value is a string without spaces or C(#), a number, or a boolean (written C(YES) or C(NO)).
       - Keys match case-insensitively; a key given twice in the file is reduced to one line.
       - New keys are appended under a comment that says Ansible manages them.
     type: dict
@@ -36,6 +37,7 @@ options:
     description:
       - Partition attributes, partition name to a mapping of attribute to value, for example
         C(gpu) to C(Topology=nvl72). A null attribute value removes the attribute; a null partition removes the line.
+      - Values as in O(settings); V(4) for C(MaxNodes) writes C(MaxNodes=4), V(true) for C(Hidden) writes C(Hidden=YES).
       - A partition that does not exist is added when its mapping has C(Nodes).
     type: dict
     default: {}

@@ -181,7 +181,8 @@ def main():
             # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
             with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
                 current = read_text(resolve_dest(params["dest"]))
-                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"])
+                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"],
+                                                    where=f"the current file {params['dest']}")
                 if warning:
                     warn(warning)
                 result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],

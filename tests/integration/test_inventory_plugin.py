@@ -9,6 +9,7 @@ asks for and with the environment AWX gives an inventory update.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -149,6 +150,17 @@ def test_source_needs_exactly_one_input(tmp_path):
     assert "could not be verified by inventory plugin" in declined.stderr
 
 
+def test_a_model_path_that_is_a_fifo_or_not_utf8_fails_the_parse_naming_it(tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    blocked = inventory(write_source(tmp_path / "fifo.topology.yml", model_path="fifo.json"), "--list", env=FATAL)
+    assert blocked.returncode != 0 and f"model file {str(fifo)!r} is not a regular file (a FIFO)" in blocked.stderr
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"format: aifactory.topology/v1\nnodes: []\n# r\xe9seau\n")
+    decoded = inventory(write_source(tmp_path / "latin1.topology.yml", model_path="latin1.yaml"), "--list", env=FATAL)
+    assert decoded.returncode != 0 and f"model file {str(latin1)!r} is not UTF-8 text (line 3, byte 43)" in decoded.stderr
+
+
 def test_cache_serves_the_model_until_flushed(tmp_path):
     model = tmp_path / "model.json"
     model.write_text(json.dumps({"format": "aifactory.topology/v1", "switches": {"leaf": None},
@@ -160,7 +172,7 @@ def test_cache_serves_the_model_until_flushed(tmp_path):
     model.unlink()
     assert members(listing(source), "domain_r1") == ["gpu01", "gpu02"]  # from the cache, the file is gone
     flushed = inventory(source, "--list", "--flush-cache", env=FATAL)
-    assert flushed.returncode != 0 and f"model file {model}: No such file or directory" in flushed.stderr
+    assert flushed.returncode != 0 and f"model file {str(model)!r}: No such file or directory" in flushed.stderr
 
 
 def test_awx_scm_inventory_source_from_the_project(tmp_path):

@@ -67,6 +67,15 @@ def test_example_report_renders_in_a_real_browser(tmp_path):
     assert not console_problems(dom.stderr), console_problems(dom.stderr)
 
 
+def test_the_role_validates_its_required_options_before_any_task(tmp_path):
+    """segment_report_model and segment_report_dest have no defaults, so the role's argument spec checks them."""
+    playbook = tmp_path / "report.yml"
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - aifactory.topology.segment_report\n")
+    result = run_playbook("-i", "localhost,", playbook)
+    assert result.returncode != 0
+    assert "missing required arguments: segment_report_dest, segment_report_model" in result.stdout, result.stdout
+
+
 def test_the_console_check_catches_a_script_error(tmp_path):
     page = tmp_path / "broken.html"
     page.write_text("<!DOCTYPE html><html><body><p>x</p><script>undefinedFunction();</script></body></html>",

@@ -49,7 +49,6 @@ MAX_EXPLICIT_IDS = 100  # DescribeInstanceTopology takes at most 100 instance id
 DEFAULT_PAGE_SIZE = _specs.AWS_PARAMS["page_size"]["default"]
 THROTTLING_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException", "InternalError",
                               "ServiceUnavailable", "Unavailable"})
-PARAMS_SPEC, CREDS_SPEC = _specs.AWS_PARAMS, _specs.AWS_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):

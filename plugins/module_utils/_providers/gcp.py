@@ -26,7 +26,6 @@ DEFAULT_API_URL = _specs.GCP_API_URL
 DEFAULT_METADATA_URL = _specs.GCP_METADATA_URL
 DEFAULT_PAGE_SIZE = _specs.GCP_PARAMS["page_size"]["default"]  # maxResults: the API's maximum
 FIELDS = "items(id,name,resourceStatus/physicalHostTopology),nextPageToken"
-PARAMS_SPEC, CREDS_SPEC = _specs.GCP_PARAMS, _specs.GCP_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):

@@ -30,7 +30,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
@@ -41,7 +40,6 @@ _SWITCH_NAME = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # "MF0;<name>:MQM9701/U1
 _GUID = re.compile(r"^(?:[Hh]-|0[xX])?([0-9a-fA-F]{16})$")
 # Names a host reports before it is configured; never a cluster node.
 _PLACEHOLDER_HOSTS = frozenset({"localhost", "localhost.localdomain"})
-PARAMS_SPEC, CREDS_SPEC = _specs.INFINIBAND_PARAMS, {}
 
 
 class _Device:

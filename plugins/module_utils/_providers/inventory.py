@@ -16,9 +16,6 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
-
-PARAMS_SPEC, CREDS_SPEC = _specs.INVENTORY_PARAMS, {}
 
 
 def _expand(value, where, budget=None):

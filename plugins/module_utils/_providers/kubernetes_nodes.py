@@ -27,8 +27,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 
 GPU_CLIQUE_LABEL = _specs.GPU_CLIQUE_LABEL
 INSTANCE_ANNOTATION = _specs.INSTANCE_ANNOTATION
-DRA_PARAMS_SPEC, NODE_LABELS_PARAMS_SPEC = _specs.DRA_PARAMS, _specs.NODE_LABELS_PARAMS
-CREDS_SPEC = _specs.KUBERNETES_CREDS
 
 
 def list_cluster_nodes(params, creds, client=None):

@@ -25,7 +25,6 @@ PATH = "/api/v1/topology/instance"
 DEFAULT_API_URL = _specs.LAMBDA_API_URL
 DEFAULT_PAGE_SIZE = _specs.LAMBDA_PARAMS["page_size"]["default"]
 MAX_TIERS = 3
-PARAMS_SPEC, CREDS_SPEC = _specs.LAMBDA_PARAMS, _specs.LAMBDA_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):

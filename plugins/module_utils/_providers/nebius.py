@@ -17,6 +17,7 @@ params: ``instances`` (the region is optional: the project decides), ``project_i
 
 from __future__ import annotations
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries, paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
@@ -34,7 +35,6 @@ DEFAULT_ENDPOINT = _specs.NEBIUS_ENDPOINT
 DEFAULT_PAGE_SIZE = _specs.NEBIUS_PARAMS["page_size"]["default"]
 PATH_LENGTH = 3
 RETRY_CODES = ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED")
-PARAMS_SPEC, CREDS_SPEC = _specs.NEBIUS_PARAMS, _specs.NEBIUS_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
@@ -62,10 +62,9 @@ def _channel(params):
     roots = None
     if ca_bundle:
         try:
-            with open(ca_bundle, "rb") as handle:
-                roots = handle.read()
-        except OSError as exc:
-            raise TopologyError(f"params.ca_bundle {ca_bundle!r}: {exc.strerror}") from None
+            roots = _input_file.read_text(ca_bundle, "params.ca_bundle").encode()  # PEM
+        except _input_file.InputFileError as exc:
+            raise TopologyError(str(exc)) from None
     return grpc.secure_channel(endpoint, grpc.ssl_channel_credentials(root_certificates=roots))
 
 

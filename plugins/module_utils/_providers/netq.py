@@ -28,7 +28,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError, require_keys
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import http_client, secret
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -40,7 +39,6 @@ NMX_COMPUTE_NODES = "nmx/v1/compute-nodes"
 HOST_TIER = -1
 LINK_SEPARATOR = "-*-"
 
-PARAMS_SPEC, CREDS_SPEC = _specs.NETQ_PARAMS, _specs.NETQ_CREDS  # validated before discover runs
 ACCEPT_JSON = {"Accept": "application/json"}
 
 

@@ -21,7 +21,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 NAME = "nscale"
 PATH = "/v1/topology"
 DEFAULT_PAGE_SIZE = _specs.NSCALE_PARAMS["page_size"]["default"]
-PARAMS_SPEC, CREDS_SPEC = _specs.NSCALE_PARAMS, _specs.NSCALE_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):

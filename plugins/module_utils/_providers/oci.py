@@ -26,6 +26,7 @@ import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._model import normalize_switch_names
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
@@ -50,7 +51,6 @@ API_VERSION = "/20160918"
 DEFAULT_IDENTITY_URL = _specs.OCI_IDENTITY_URL
 DEFAULT_COMPUTE_URL = _specs.OCI_COMPUTE_URL
 DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS["page_size"]["default"]
-PARAMS_SPEC, CREDS_SPEC = _specs.OCI_PARAMS, _specs.OCI_CREDS  # validated before discover runs
 
 
 def discover(params, creds, warn):
@@ -142,10 +142,9 @@ class Signer(AuthBase):
         if not pem:
             path = _cloud.secret(creds, "private_key_file", env=("OCI_CLI_KEY_FILE",), required_by=NAME)
             try:
-                with open(path, encoding="ascii") as handle:
-                    pem = handle.read()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise TopologyError(f"oci creds.private_key_file: cannot read it ({exc.__class__.__name__})") from None
+                pem = _input_file.read_text(path, "oci creds.private_key_file", path_is_secret=True)
+            except _input_file.InputFileError as exc:
+                raise TopologyError(str(exc)) from None
         passphrase = _cloud.secret(creds, "passphrase", env=("OCI_CLI_PASSPHRASE",))
         try:
             key = serialization.load_pem_private_key(pem.encode(), passphrase.encode() if passphrase else None)

@@ -14,30 +14,20 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"
 SUB_DOMAIN_ANNOTATION = "accelerator.topology.test/sub-domain"
-PARAMS_SPEC, CREDS_SPEC = _specs.SIMULATION_PARAMS, {}
-
-
-def load_model_file(path):
-    if not _yaml.HAS_YAML:
-        raise TopologyError("the simulation provider needs PyYAML")
-    try:
-        return _yaml.safe_load(_input_file.read_text(path, "simulation model_path"))
-    except _input_file.InputFileError as exc:
-        raise TopologyError(str(exc)) from None
-    except _yaml.YAMLError as exc:
-        raise TopologyError(f"simulation model {path!r} is not valid YAML: {exc}") from None
 
 
 def discover(params, creds, warn):
     path = params["model_path"]
-    topology = from_model(load_model_file(path), source=str(path))
+    try:
+        model = _input_file.read_yaml(path, "simulation model_path")
+    except _input_file.InputFileError as exc:
+        raise TopologyError(str(exc)) from None
+    topology = from_model(model, source=str(path))
     # Topograph's oci-sim prints normalised switch names (switch.<tier>.<n>) in topology.conf.
     return normalize_switch_names(topology) if params.get("normalize_switch_names") else topology
 

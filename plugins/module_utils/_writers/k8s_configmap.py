@@ -103,14 +103,16 @@ def reconcile_slinky(client, topology, params, options, warn=None, diff=False):
         params["namespace"], None if topologies else (params.get("plugin") or "topology/tree"),
         None if topologies else params.get("block_sizes"))
 
+    name, key, namespace = params["configmap_name"], params.get("configmap_key") or "topology.conf", params["namespace"]
+
     def guard(before, after):
         if before is not None and not skeleton:
             message = shrink_guard.check_shrink(before, after, params.get("max_node_loss", 10.0),
-                                                params.get("force", False))
+                                                params.get("force", False),
+                                                where=f"the current key {key} of configmap/{namespace}/{name}")
             if message:
                 warn(message)
 
-    name, key, namespace = params["configmap_name"], params.get("configmap_key") or "topology.conf", params["namespace"]
     changed, before, _after = apply_configmap_key(
         client, namespace, name, key, content, annotations, options,
         owned_annotations=(slinky.ANNOTATION_PLUGIN, slinky.ANNOTATION_BLOCK_SIZES),

@@ -7,20 +7,25 @@ where the model is built, against what Slurm's files can hold. Property-based wh
 
 from __future__ import annotations
 
+import ast
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _common
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, nebius, oci
 
 from ..conftest_paths import FIXTURES
 
+REPO = Path(__file__).resolve().parents[3]
 GOOD_IB = (FIXTURES / "ibnetdiscover-example.out").read_text()
 INJECTIONS = ["leaf1\nSwitchName=rogue Nodes=n[1-9]", "node[01-09]", "a,b", "a=b", "#x", "a b", "a\tb", "a\rb",
               "a\u2028b", "a\u0085b", "a\x00b", "a\u200bb", 'a"b', "a'b", "a\\b", " ", "", "x" * 254]
@@ -177,6 +182,48 @@ def test_files_that_are_not_utf8_are_an_error_naming_the_line(tmp_path):
     ib.write_bytes(GOOD_IB.encode().replace(b"a08-p1-dgx-04-c01", b"a08-p1-dgx-04-c\xe901"))
     with pytest.raises(TopologyError, match=r"ib.out' is not UTF-8 text \(line 11,"):
         discover("infiniband", {"ibnetdiscover_files": [str(ib)]})
+
+
+# Every reader of a file an operator names: each goes through _input_file, so none blocks on a FIFO
+# or fails with a raw UnicodeDecodeError. The OCI key's path is a credential and never shown.
+FILE_READERS = {
+    "simulation model_path": lambda path: discover("simulation", {"model_path": path}),
+    "ibnetdiscover_files": lambda path: discover("infiniband", {"ibnetdiscover_files": [path]}),
+    "inventory plugin model_path": _common.load_model_file,
+    "oci creds.private_key_file": lambda path: oci.Signer.from_creds(
+        {"tenancy_id": "t", "user_id": "u", "fingerprint": "f", "private_key_file": path}),
+    "nebius params.ca_bundle": lambda path: nebius._channel(
+        {"endpoint": "127.0.0.1:1", "tls": True, "validate_certs": True, "ca_bundle": path}),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(FILE_READERS))
+def test_every_input_file_reader_refuses_a_fifo_and_text_that_is_not_utf8(tmp_path, reader):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(AifactoryTopologyError, match=r"is not a regular file \(a FIFO\)") as info:
+        FILE_READERS[reader](str(fifo))
+    latin1 = tmp_path / "latin1"
+    latin1.write_bytes(b"format: aifactory.topology/v1\n# r\xe9seau\n")
+    with pytest.raises(AifactoryTopologyError, match=r"is not UTF-8 text \(line 2, byte 33\)") as bad_text:
+        FILE_READERS[reader](str(latin1))
+    for message in (str(info.value), str(bad_text.value)):
+        assert (str(tmp_path) in message) == (reader != "oci creds.private_key_file")
+
+
+def test_input_files_are_opened_by_input_file_only():
+    """No plugin opens a file itself: _input_file reads inputs, the writer writes, _node_facts reads sysfs."""
+    allowed = {"plugins/module_utils/_input_file.py", "plugins/module_utils/_writers/file.py",
+               "plugins/module_utils/_node_facts.py"}
+    opening = set()
+    for path in [*(REPO / "plugins").rglob("*.py"), *(REPO / "extensions").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            function = node.func if isinstance(node, ast.Call) else None
+            if isinstance(function, ast.Name) and function.id == "open" or (
+                    isinstance(function, ast.Attribute) and function.attr in ("open", "fdopen", "read_text", "read_bytes")
+                    and getattr(function.value, "id", None) != "_input_file"):
+                opening.add(str(path.relative_to(REPO)))
+    assert sorted(opening - allowed) == []
 
 
 @pytest.mark.parametrize("text, message", [

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as writer
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
@@ -164,15 +165,34 @@ def test_max_node_loss_must_be_a_finite_percentage(run, tmp_path, value):
 
 @pytest.mark.parametrize("text", ["SwitchName=leaf Nodes=n[1-\n", "- topology: [\n", "BlockName=b Nodes=n[9-1]\n",
                                   "- &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
-                                      f"- &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))])
+                                      f"- &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)),
+                                  "SwitchName=leaf Switches=spine[1-2]\n", "topology: default\n"])
 def test_a_current_file_the_guard_cannot_read_fails_closed_unless_forced(run, tmp_path, text):
     dest = tmp_path / "topology.conf"
     dest.write_text(text)
     refused = run({"dest": str(dest)})
-    assert refused["failed"] and refused["msg"].startswith("the shrink guard cannot read the current file")
+    assert refused["failed"] and refused["msg"].startswith(f"the shrink guard cannot read the current file {dest} (")
     assert "set force: true to replace it" in refused["msg"] and dest.read_text() == text
     forced = run({"dest": str(dest), "force": True})
     assert forced["changed"] and forced["warnings"][0].startswith("force: the shrink guard cannot read the current file")
+
+
+@pytest.mark.parametrize("has_yaml", [True, False], ids=["pyyaml", "no-pyyaml"])
+def test_a_flow_style_topology_yaml_keeps_its_nodes_on_a_controller_with_or_without_pyyaml(monkeypatch, tmp_path,
+                                                                                           has_yaml):
+    """A 40-node topology.yaml in flow style was replaced by a 1-node one where PyYAML was missing."""
+    dest = tmp_path / "topology.yaml"
+    text = '- topology: default\n  cluster_default: true\n  block:\n    blocks: [{block: b1, nodes: "n[01-40]"}]\n'
+    dest.write_text(text)
+    monkeypatch.setattr(_yaml, "HAS_YAML", has_yaml)
+    model = {"format": "aifactory.topology/v1", "nodes": [{"nodes": "n01", "domain": "b1"}]}
+    args = {"model": model, "dest": str(dest), "max_node_loss": 10,
+            "topologies": {"default": {"plugin": "topology/block", "cluster_default": True}}}
+    refused = run_module(slurm_topology, args, monkeypatch=monkeypatch)
+    assert refused["failed"] and "refusing to drop 39 of 40 nodes (97.5% > max_node_loss 10%): n[02-40]" in refused["msg"]
+    assert dest.read_text() == text
+    forced = run_module(slurm_topology, dict(args, force=True), monkeypatch=monkeypatch)
+    assert forced["changed"] and "nodes: n01" in dest.read_text()
 
 
 def test_the_guard_message_quotes_a_short_prefix_of_the_lost_nodes():

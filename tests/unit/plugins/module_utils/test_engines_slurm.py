@@ -361,7 +361,7 @@ def test_nodes_in_file_reads_both_formats_with_headers():
     assert len(shrink_guard.nodes_in_file(headed_yaml)) == 72
 
 
-def test_nodes_in_file_without_pyyaml_reads_our_yaml_by_line(monkeypatch):
+def test_nodes_in_file_without_pyyaml_reads_our_yaml(monkeypatch):
     from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 
     text = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]() + GOLDEN_CASES["topograph-medium.topology.yaml"]()

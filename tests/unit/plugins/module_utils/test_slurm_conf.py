@@ -4,7 +4,7 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import (
-    MANAGED_MARKER, apply, current_settings, restart_settings)
+    MANAGED_MARKER, apply, restart_settings)
 
 BASE = """# site slurm.conf
 ClusterName=ai
@@ -50,15 +50,35 @@ def test_removal_of_settings_attributes_and_partitions():
 def test_duplicate_keys_collapse_to_one_line():
     text, settings, _p = apply("TopologyParam=A\nTopologyParam=B\n", {"TopologyParam": "A"})
     assert text == "TopologyParam=A\n" and settings == ["TopologyParam"]
-    assert current_settings(text) == {"topologyparam": "A"}
     assert restart_settings(settings) == []
 
 
+def test_numbers_and_booleans_are_written_as_slurm_conf_spells_them():
+    """YAML turns ``MaxNodes: 4`` into a number and ``Hidden: yes`` into a boolean."""
+    text, settings, partitions = apply(BASE, {"MaxNodes": 4, "PriorityWeightAge": 0.5, "AllowSpecResourcesUsage": True},
+                                       {"gpu": {"MaxNodes": 18, "Default": False, "ExclusiveUser": True}})
+    lines = text.splitlines()
+    assert "PartitionName=gpu Nodes=gb200-r01-n[01-18] Default=NO MaxTime=INFINITE State=UP MaxNodes=18 " \
+           "ExclusiveUser=YES" in lines
+    assert lines[-3:] == ["MaxNodes=4", "PriorityWeightAge=0.5", "AllowSpecResourcesUsage=YES"]
+    assert settings == ["AllowSpecResourcesUsage", "MaxNodes", "PriorityWeightAge"] and partitions == ["gpu"]
+    again, settings, partitions = apply(text, {"MaxNodes": "4", "AllowSpecResourcesUsage": True},
+                                        {"gpu": {"MaxNodes": 18, "Default": "NO"}})
+    assert again == text and settings == [] and partitions == []
+
+
 @pytest.mark.parametrize("settings, partitions, message", [
-    ({}, {"gpu": {"Topology": ""}}, "partitions.gpu.Topology: Topology must be a non-empty value"),
-    ({"SwitchType": "a b"}, {}, "settings.SwitchType: SwitchType must be a non-empty value without spaces"),
+    ({}, {"gpu": {"Topology": ""}}, "partitions.gpu.Topology: Topology must be a non-empty string"),
+    ({"SwitchType": "a b"}, {}, "settings.SwitchType: SwitchType must be a non-empty string without spaces or '#', "
+                                "a number or a boolean, got 'a b'"),
+    ({"MaxNodes": float("nan")}, {}, "settings.MaxNodes: MaxNodes must be a non-empty string"),
+    ({}, {"gpu": {"Nodes": ["a", "b"]}}, r"partitions.gpu.Nodes: Nodes must be .*, got <list>"),
     ({"PartitionName": "x"}, {}, "manage PartitionName lines through partitions"),
     ({"bad key": "x"}, {}, "'bad key' is not a slurm.conf key"),
+    ({}, {"gpu": {"x SwitchType": "y"}}, r"partitions.gpu: 'x SwitchType' is not a slurm.conf key"),
+    ({}, {"gpu": {"PartitionName": "cpu"}}, "the partition's name is its key, not a PartitionName attribute"),
+    ({}, {"gpu\nSwitchType=x": {"Nodes": "a"}}, r"partitions: 'gpu\\nSwitchType=x' is not a partition name"),
+    ({}, {"a=b": None}, "partitions: 'a=b' is not a partition name"),
     ({}, {"new": {"Topology": "x"}}, "partition 'new' is not in slurm.conf; give its Nodes to create it"),
     ({}, {"gpu": "Topology=x"}, "partitions.gpu must be a mapping"),
 ])

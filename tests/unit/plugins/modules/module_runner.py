@@ -49,3 +49,18 @@ def run_module(module, args, check_mode=False, diff=False, monkeypatch=None):
             module.main()
     result = dict(info.value.result, failed=info.value.failed, warnings=warnings)
     return result
+
+
+class _ArgumentSpec(Exception):
+    """Raised by AnsibleModule() in place of parsing arguments: carries the module's argument spec."""
+
+
+def module_argument_spec(module, monkeypatch):
+    """The argument spec the module's main() gives AnsibleModule, without running the module."""
+    def capture(self, argument_spec, **kwargs):
+        raise _ArgumentSpec(argument_spec)
+    with monkeypatch.context() as patch:
+        patch.setattr(basic.AnsibleModule, "__init__", capture)
+        with pytest.raises(_ArgumentSpec) as info:
+            module.main()
+    return info.value.args[0]

@@ -7,7 +7,8 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_graph, topology_info
+from ansible_collections.aifactory.topology.plugins.modules import (
+    slurm_conf, slurm_topology, topology_graph, topology_info)
 
 from ...conftest_paths import MODELS
 from .module_runner import run_module
@@ -91,6 +92,17 @@ def test_shrink_guard_refuses_then_force_accepts(run, tmp_path):
     forced = run(slurm_topology, dict(args, dest=str(forced_dest), force=True))
     assert forced["changed"] is True
     assert any("force: dropping 18 of 72 nodes" in w for w in forced["warnings"])
+
+
+def test_slurm_conf_takes_numbers_and_booleans_as_yaml_gives_them(run, tmp_path):
+    path = tmp_path / "slurm.conf"
+    path.write_text("ClusterName=ai\nPartitionName=gpu Nodes=n[1-4] State=UP\n")
+    args = {"path": str(path), "settings": {"MaxNodes": 4}, "partitions": {"gpu": {"Hidden": True, "MaxNodes": 2}}}
+    result = run(slurm_conf, args)
+    assert result["changed"] and result["changed_settings"] == ["MaxNodes"] and result["changed_partitions"] == ["gpu"]
+    assert "PartitionName=gpu Nodes=n[1-4] State=UP Hidden=YES MaxNodes=2" in path.read_text().splitlines()
+    assert path.read_text().endswith("\nMaxNodes=4\n")
+    assert run(slurm_conf, args)["changed"] is False
 
 
 def test_empty_result_never_replaces_a_good_file():

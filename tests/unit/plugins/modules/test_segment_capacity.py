@@ -86,3 +86,9 @@ def test_a_hung_scontrol_behind_a_wrapper_fails_in_time(run, tmp_path):
     result = run(dict(BASE, scontrol_path=str(wrapper), scontrol_timeout=1))
     assert result["failed"]
     assert "show nodes --json did not finish within 1 s; it was killed with every process it started" in result["msg"]
+
+
+def test_an_scontrol_that_cannot_run_fails_the_task_naming_it(run, tmp_path):
+    missing = tmp_path / "no-scontrol"
+    result = run(dict(BASE, scontrol_path=str(missing)))
+    assert result["failed"] and result["msg"] == f"cannot run {missing} show nodes --json: No such file or directory"
