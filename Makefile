@@ -242,8 +242,11 @@ define pytest
 	exit $$rc
 endef
 
+# The unit tests are CPU-bound and independent: one worker per core (pytest-xdist).
+UNIT_WORKERS := -n $(shell nproc)
+
 units: venv link
-	$(call pytest,tests/unit,units)
+	$(call pytest,$(UNIT_WORKERS) tests/unit,units)
 
 integration: venv link
 	$(call pytest,tests/integration,integration)
@@ -330,7 +333,7 @@ compat-venvs:
 	@mkdir -p "$(COMPAT_VENVS)"
 	@cd "$(ROOT)"; for core in $(COMPAT_CORE); do \
 	  venv="$(COMPAT_VENVS)/ansible-core-$$core"; \
-	  reqs=("ansible-core==$$core.*" "pytest>=9.0,<10" "hypothesis>=6.170,<7" -r requirements.txt); \
+	  reqs=("ansible-core==$$core.*" "pytest>=9.0,<10" "pytest-xdist>=3.6,<4" "hypothesis>=6.170,<7" -r requirements.txt); \
 	  exec 9>"$$venv.lock"; flock 9; \
 	  want=$$( { printf '%s\n' "$${reqs[@]}"; cat requirements.txt; } | sha256sum | cut -d' ' -f1); \
 	  if [ "$$(cat "$$venv/.requirements.sha256" 2>/dev/null)" != "$$want" ]; then \
@@ -359,7 +362,7 @@ compat: link compat-venvs
 	@cd "$(ROOT)"; set -o pipefail; for core in $(COMPAT_CORE); do \
 	  venv="$(COMPAT_VENVS)/ansible-core-$$core"; \
 	  echo "==> compat: ansible-core $$("$$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)'): units"; \
-	  PYTHONPATH="$(COLLECTIONS)" "$$venv/bin/python" -m pytest tests/unit -q -p no:cacheprovider $(PYTEST_ARGS); \
+	  PYTHONPATH="$(COLLECTIONS)" "$$venv/bin/python" -m pytest $(UNIT_WORKERS) tests/unit -q -p no:cacheprovider $(PYTEST_ARGS); \
 	  echo "==> compat: ansible-core $$core: a module run through AnsiballZ"; \
 	  ran=$$(ANSIBLE_COLLECTIONS_PATH="$(COLLECTIONS)" ANSIBLE_CALLBACK_RESULT_FORMAT=json "$$venv/bin/ansible" \
 	    localhost -c local -e ansible_python_interpreter="$$venv/bin/python" -m aifactory.topology.slurm_topology \
