@@ -249,7 +249,7 @@ units: venv link
 	$(call pytest,$(UNIT_WORKERS) tests/unit,units)
 
 integration: venv link
-	$(call pytest,tests/integration,integration)
+	$(call pytest,--durations=15 tests/integration,integration)
 
 # Every scenario of MOLECULE_SCENARIOS through `molecule test` (create, converge, idempotence,
 # verify, destroy) with the project's podman configuration; skipped, loudly, only where podman
