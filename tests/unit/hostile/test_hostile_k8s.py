@@ -3,13 +3,15 @@
 What the server would refuse (a key or value outside Kubernetes' rules, a name that can never be a
 node's, a line break in a one-line value, annotations over 256 KiB, ConfigMap data over 1 MiB) is
 refused before any request, or, where it depends on what the cluster holds, after the reads and
-before the first write, naming the node. The rules against the real kube-apiserver:
-tests/integration/test_k8s_validation.py.
+before the first write, naming the node. A connection closed or reset is a connection problem, never
+a TLS verification failure. The rules against the real kube-apiserver: tests/integration/test_k8s_validation.py.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
+import threading
 
 import pytest
 from hypothesis import example, given, settings
@@ -26,6 +28,8 @@ from ansible_collections.aifactory.topology.plugins.modules import (
     nfd_topology,
     slinky_topology,
 )
+
+from tests.tls_certs import self_signed, server_context
 
 from ..plugins.modules.module_runner import run_module
 
@@ -250,3 +254,72 @@ def test_slinky_refuses_a_configmap_the_server_would_refuse_before_writing_it(co
     with pytest.raises(TopologyError, match="configmap slurm/slurm: " + words):
         k8s_configmap.reconcile_slinky(client, topology, slinky_params(), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
+
+
+# -- the transport ---------------------------------------------------------------------------
+
+class DroppingServer:
+    """127.0.0.1: accepts every connection and closes it at once (``reset``: with an RST), or with ``tls``
+    completes a TLS handshake with a self-signed certificate and then closes."""
+
+    def __init__(self, reset=False, tls=None):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.reset, self.tls = reset, tls
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone does not, on Linux)
+        self.thread.join()
+        self.sock.close()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _address = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            if self.tls is not None:
+                try:
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                except (ssl.SSLError, OSError):
+                    pass  # the client refused our certificate: what the verification test wants
+            conn.close()
+
+
+def get_nodes(port, scheme="https", **auth):
+    client = _k8s.K8sClient.from_auth(dict({"host": f"{scheme}://127.0.0.1:{port}", "api_key": "token"}, **auth),
+                                      environ={}, timeout=10)
+    try:
+        with pytest.raises(_k8s.K8sError) as info:
+            client.request("GET", _k8s.node_path())
+    finally:
+        client.close()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+@pytest.mark.parametrize("scheme, validate_certs", [("https", False), ("https", True), ("http", False)])
+def test_a_dropped_connection_is_a_connection_problem_not_a_tls_failure(reset, scheme, validate_certs):
+    with DroppingServer(reset=reset) as server:
+        message = get_nodes(server.port, scheme, validate_certs=validate_certs)
+    assert server.accepted >= 1
+    assert message.startswith(f"GET /api/v1/nodes: the connection to the API server {scheme}://127.0.0.1:"
+                              f"{server.port} was closed or reset "), message
+    assert "TLS verification" not in message and "ca_cert" not in message
+
+
+def test_a_certificate_that_does_not_verify_is_still_a_tls_verification_failure(tmp_path):
+    with DroppingServer(tls=server_context(*self_signed(tmp_path, "apiserver.test"))) as server:
+        message = get_nodes(server.port)
+    assert message.startswith(f"GET /api/v1/nodes: TLS verification of https://127.0.0.1:{server.port} failed ("), \
+        message
+    assert "set ca_cert" in message
