@@ -10,11 +10,14 @@
 * hypothesis runs with the profile ``aifactory``: no deadline and no too-slow health check, so no
   property fails because the machine is busy (a test that sets its own settings says
   ``deadline=None`` as well).
+* ``segment_capacity_result``: fresh segment_capacity results, for the report's unit, hostile and
+  browser tests.
 """
 
 from __future__ import annotations
 
 import atexit
+import copy
 import importlib.util
 import os
 import shutil
@@ -79,3 +82,27 @@ def pytest_runtest_makereport(item, call):  # pylint: disable=unused-argument
 def pytest_make_collect_report(collector):  # pylint: disable=unused-argument
     outcome = yield
     _fail_skip_under_ci(outcome.get_result())
+
+
+@pytest.fixture(scope="session")
+def segment_capacity_result():
+    """A factory of fresh segment_capacity results: two racks of 4 under one leaf, a placeholder between."""
+    # pylint: disable=import-outside-toplevel  (the collection is importable only once the code above ran)
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
+    from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+    from ansible_collections.aifactory.topology.plugins.module_utils._segment_capacity import fabric
+
+    topology = Topology()
+    topology.add_switch("spine")
+    topology.add_switch("leaf1", parent="spine")
+    for rack in ("r1", "r2", "r3"):
+        topology.declare_domain(rack)
+    for rack in ("r1", "r3"):
+        for i in range(1, 5):
+            topology.add_node(f"{rack}n{i}", switch="leaf1", domain=rack)
+    topology.validate()
+    blocks, sizes = slurm.plan_blocks(topology, slurm.BlockOptions([4, 8], ["r1", "r2", "r3"]))
+    result = capacity.analyse(blocks, sizes, {"r1n1": "drained", "r3n2": "allocated", "r3n4": "down"})
+    result["fabric"] = fabric(topology, blocks)
+    result["summary"]["warnings"] = ["a <warning>"]
+    return lambda: copy.deepcopy(result)

@@ -13,9 +13,11 @@ client certificates, exec and token plugins of kubeconfig files) but bodies are 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import importlib.util
 import json
 import os
+import ssl
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
@@ -222,11 +224,7 @@ class K8sClient:
         except TimeoutError:
             raise K8sError(f"{what}: no complete response from {self.host} within {budget:g} s") from None
         except self._urllib3.exceptions.HTTPError as exc:
-            cause = getattr(exc, "reason", None) or exc  # MaxRetryError wraps the last error
-            if isinstance(cause, self._urllib3.exceptions.SSLError) or isinstance(exc, self._urllib3.exceptions.SSLError):
-                raise K8sError(f"{what}: TLS verification of {self.host} failed ({cause}); set ca_cert to the CA "
-                               "that signed the API server's certificate") from None
-            raise K8sError(f"{what}: cannot reach the API server {self.host} ({cause.__class__.__name__})") from None
+            raise K8sError(f"{what}: {transport_problem(exc, self.host)}") from None
         if response.status >= 400:
             body_json, message = status_message(data)
             raise K8sError(f"{what}: HTTP {response.status} {response.reason}: {message}".rstrip(": "),
@@ -268,6 +266,45 @@ class K8sClient:
         for page in self.pages(path, label_selector, field_selector):
             items.extend(page.get("items") or [])
         return items
+
+
+def _causes(exc):
+    """``exc`` and what it wraps: urllib3's ``reason``, exceptions in its ``args``, ``__cause__``, ``__context__``."""
+    found, todo = [], [exc]
+    while todo and len(found) < 20:
+        error = todo.pop(0)
+        if not isinstance(error, BaseException) or any(error is seen for seen in found):
+            continue
+        found.append(error)
+        todo += [getattr(error, "reason", None), *error.args, error.__cause__, error.__context__]
+    return found
+
+
+# The peer ended the connection: during the TLS handshake (EOF, reset) or before an HTTP response.
+_DROPPED = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+            http.client.RemoteDisconnected, http.client.IncompleteRead)
+
+
+def transport_problem(exc, host):
+    """What failed below HTTP, in words, from a urllib3 error: only a certificate that does not verify is
+    a TLS verification failure; a connection closed or reset (also during the handshake, as a proxy or a
+    crashing server does with ``validate_certs: false``) is a connection problem."""
+    causes = _causes(exc)
+    verify = next((error for error in causes if isinstance(error, ssl.SSLCertVerificationError)), None)
+    if verify is not None:
+        detail = getattr(verify, "verify_message", None) or verify
+        return (f"TLS verification of {host} failed ({detail}); set ca_cert to the CA that signed the API "
+                "server's certificate")
+    dropped = next((error for error in causes if isinstance(error, _DROPPED)), None)
+    if dropped is not None:
+        stage = "during the TLS handshake" if isinstance(dropped, ssl.SSLError) else "before a complete response"
+        return (f"the connection to the API server {host} was closed or reset {stage} "
+                f"({dropped.__class__.__name__}); the server, a proxy or the network dropped it")
+    tls = next((error for error in causes if isinstance(error, ssl.SSLError)), None)
+    if tls is not None:
+        return f"the TLS handshake with {host} failed ({tls.__class__.__name__}: {tls})"
+    cause = getattr(exc, "reason", None) or exc  # MaxRetryError wraps the last error
+    return f"cannot reach the API server {host} ({cause.__class__.__name__})"
 
 
 def node_path(name=None):

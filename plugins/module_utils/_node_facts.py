@@ -144,6 +144,9 @@ def broker_annotations(node_facts, region="local"):
     """Kubernetes node name -> its broker annotations, from node name -> ``topology_node`` fact."""
     if not isinstance(node_facts, dict) or not node_facts:
         raise TopologyError("node_facts must map each Kubernetes node name to its topology_node fact")
+    problem = _labels.one_line_problem(region)
+    if problem:
+        raise TopologyError(f"region {problem}")
     desired = {}
     for name, facts in node_facts.items():
         try:

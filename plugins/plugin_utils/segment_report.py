@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import html
 import io
+import math
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import clip
 
 STATE_COLOURS = {"idle": "#2e9e4f", "allocated": "#3b6fd6", "drained": "#f0a020", "down": "#d03030",
                  "placeholder": "#d8d8d8"}
@@ -45,19 +47,136 @@ def _svg(figure, plt):
     return text[text.index("<svg"):]
 
 
+# Shapes of the result's fields that reach the page: int = a whole number >= 0, float = a finite number,
+# (a, b) = either, None = null, a key ending in "?" may be missing; unlisted keys are not read.
+RESULT_SHAPE = {
+    "block_sizes": [int],
+    "summary": {"nodes": int, "idle": int, "available": int, "blocks": int, "placeholders": [str], "warnings?": [str]},
+    "blocks": [{"name": str, "placeholder": bool, "nodes": str, "node_count": int, "idle": int, "allocated": int,
+                "drained": int, "down": int, "allocated_nodes": str, "drained_nodes": str, "down_nodes": str}],
+    "segments": [{"size": int, "largest_job_nodes": int, "largest_job_nodes_available": int, "share": float,
+                  "share_available": float}],
+    "expected": {"rates": [float], "observed_rate": float,
+                 "sizes": [{"size": int, "fractions": [float], "at_observed": float}]},
+    "advice": {"min_share": float, "text": str},
+    "unsegmented_feasible": [[int]],
+    "unsegmented_feasible_available?": [[int]],
+    "state_source?": str,
+    "fabric?": {"switches": [{"id": str, "name": str, "parent": (str, None)}], "block_switch": {str: (str, None)}},
+}
+_KINDS = {int: "a whole number (0 or more)", float: "a finite number", str: "a string", bool: "true or false",
+          None: "null"}
+# Beyond these the rack map would be a picture of no use (or one matplotlib cannot allocate): the page says so.
+MAX_RACK_MAP_ROWS = 2048
+MAX_RACK_MAP_CELLS = 1_000_000
+
+
+def _is(value, kind):
+    if kind is None:
+        return value is None
+    if kind is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind is int:
+        return isinstance(value, int) and value >= 0
+    if kind is float:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def _check_shape(value, shape, where):
+    """ReportError naming the first field of ``value`` that does not have ``shape`` (see RESULT_SHAPE)."""
+    if isinstance(shape, list):
+        if not isinstance(value, (list, tuple)):
+            raise ReportError(f"segment_report_html: {where} must be a list, got {clip(value)}")
+        for index, item in enumerate(value):
+            _check_shape(item, shape[0], f"{where}[{index}]")
+    elif isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise ReportError(f"segment_report_html: {where} must be a mapping, got {clip(value)}")
+        if list(shape) == [str]:
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ReportError(f"segment_report_html: {where} has a key that is not a string: {clip(key)}")
+                _check_shape(item, shape[str], f"{where}.{key}")
+            return
+        for key, item_shape in shape.items():
+            name = key.rstrip("?")
+            if name in value:
+                _check_shape(value[name], item_shape, f"{where}.{name}" if where else name)
+            elif not key.endswith("?"):
+                raise ReportError(f"segment_report_html: {where or 'the input'} lacks {name}"
+                                  " (register the result of aifactory.topology.segment_capacity)")
+    else:
+        kinds = shape if isinstance(shape, tuple) else (shape,)
+        if not any(_is(value, kind) for kind in kinds):
+            wanted = " or ".join(_KINDS[kind] for kind in kinds)
+            raise ReportError(f"segment_report_html: {where} must be {wanted}, got {clip(value)}")
+
+
 def _check(result):
+    """The result is what segment_capacity returns, in every field the page shows: a forged or damaged
+    one fails here, naming the field, rather than reaching the page or crashing matplotlib."""
     if not isinstance(result, dict):
         raise ReportError("segment_report_html expects the registered result of aifactory.topology.segment_capacity")
-    missing = [key for key in ("blocks", "segments", "expected", "advice", "summary") if key not in result]
-    if missing:
-        raise ReportError("segment_report_html: the input lacks " + ", ".join(missing)
-                          + " (register the result of aifactory.topology.segment_capacity)")
+    _check_shape(result, RESULT_SHAPE, "")
+    if not result["block_sizes"]:
+        raise ReportError("segment_report_html: block_sizes is empty")
+    for key in ("unsegmented_feasible", "unsegmented_feasible_available"):
+        for index, pair in enumerate(result.get(key, [])):
+            if len(pair) != 2:
+                raise ReportError(f"segment_report_html: {key}[{index}] must be [from, to], got {clip(pair)}")
+    expected = result["expected"]
+    for index, entry in enumerate(expected["sizes"]):
+        if len(entry["fractions"]) != len(expected["rates"]):
+            raise ReportError(f"segment_report_html: expected.sizes[{index}].fractions has {len(entry['fractions'])}"
+                              f" values for {len(expected['rates'])} rates")
+    if [entry["size"] for entry in result["segments"]] != [entry["size"] for entry in expected["sizes"]]:
+        raise ReportError("segment_report_html: segments and expected.sizes list different segment sizes")
+    _check_fabric(result.get("fabric") or {"switches": [], "block_switch": {}})
+
+
+def _check_fabric(fabric):
+    parents = {}
+    for index, switch in enumerate(fabric["switches"]):
+        if switch["id"] in parents:
+            raise ReportError(f"segment_report_html: fabric.switches[{index}]: switch {clip(switch['id'])} "
+                              "is listed twice")
+        parents[switch["id"]] = switch["parent"]
+    rooted = set()  # switches whose chain of parents is known to end at a root
+    for sid in parents:
+        chain, child = {sid: None}, sid
+        while child not in rooted and parents[child] is not None:
+            parent = parents[child]
+            if parent not in parents:
+                raise ReportError(f"segment_report_html: fabric: the parent {clip(parent)} of switch {clip(child)} "
+                                  "is not in fabric.switches")
+            if parent in chain:
+                raise ReportError(f"segment_report_html: fabric: switch {clip(parent)} is its own ancestor")
+            chain[parent] = None
+            child = parent
+        rooted.update(chain)
+    for block, switch in fabric["block_switch"].items():
+        if switch is not None and switch not in parents:
+            raise ReportError(f"segment_report_html: fabric.block_switch.{block}: switch {clip(switch)} is not in "
+                              "fabric.switches")
+
+
+def _block_nodes(block, index, key):
+    """The names of one of the block's hostlists; never more than the block says it has."""
+    try:
+        return hostlist.expand(block[key], max_hosts=block["node_count"])
+    except hostlist.HostlistError as exc:
+        raise ReportError(f"segment_report_html: blocks[{index}].{key}: {exc}") from None
 
 
 def rack_map(result, plt):
     """One column per block, one cell per node coloured by state; placeholders grey."""
     blocks = result["blocks"]
     height = max([block["node_count"] for block in blocks] + [result["block_sizes"][0]])
+    if height > MAX_RACK_MAP_ROWS or height * len(blocks) > MAX_RACK_MAP_CELLS:
+        return None
     from matplotlib.colors import ListedColormap  # pylint: disable=import-outside-toplevel
     order = ["idle", "allocated", "drained", "down", "placeholder"]
     grid = [[-1] * len(blocks) for _row in range(height)]
@@ -68,9 +187,9 @@ def rack_map(result, plt):
             continue
         special = {}
         for state in ("allocated", "drained", "down"):
-            for node in hostlist.expand(block[f"{state}_nodes"]):
+            for node in _block_nodes(block, column, f"{state}_nodes"):
                 special[node] = state
-        for row, node in enumerate(hostlist.expand(block["nodes"])):
+        for row, node in enumerate(_block_nodes(block, column, "nodes")):
             grid[row][column] = order.index(special.get(node, "idle"))
     import numpy  # pylint: disable=import-outside-toplevel
     masked = numpy.ma.masked_less(numpy.array(grid), 0)
@@ -179,30 +298,53 @@ def fabric_tree(result, plt):
     return _svg(figure, plt)
 
 
+def _text(value):
+    """Any value as HTML text: escaped whatever its type (the shape check comes first; this is the second wall)."""
+    return html.escape(str(value))
+
+
+def _percent(share, digits=1):
+    return _text(f"{100 * share:.{digits}f} %")
+
+
 def _ranges(ranges):
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in ranges) or "none"
+    return _text(", ".join(str(a) if a == b else f"{a}–{b}" for a, b in ranges) or "none")
+
+
+# Names come from the fabric: "$" must stay a dollar sign (mathtext would parse "a$^$b" and fail), never LaTeX.
+_PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
 
 
 def render(result, title="Segment capacity"):
     """The whole page as a string."""
     _check(result)
     plt = _pyplot()
-    summary, advice = result["summary"], result["advice"]
-    esc = html.escape
-    tree = fabric_tree(result, plt)
+    with plt.rc_context(_PLAIN_TEXT):
+        tree, racks, curves = fabric_tree(result, plt), rack_map(result, plt), capacity_curves(result, plt)
+    return page(result, title, racks, curves, tree)
+
+
+def page(result, title, racks, curves, tree):
+    """The HTML around the three pictures (SVG text from matplotlib, which escapes its text; None: not drawn)."""
+    summary, advice, expected = result["summary"], result["advice"], result["expected"]
     rows = "\n".join(
-        f"<tr><td>{entry['size']}</td><td>{entry['largest_job_nodes']}</td><td>{100 * entry['share']:.1f} %</td>"
-        f"<td>{entry['largest_job_nodes_available']}</td><td>{100 * entry['share_available']:.1f} %</td>"
-        f"<td>{100 * expected['at_observed']:.1f} %</td></tr>"
-        for entry, expected in zip(result["segments"], result["expected"]["sizes"]))
+        f"<tr><td>{_text(entry['size'])}</td><td>{_text(entry['largest_job_nodes'])}</td>"
+        f"<td>{_percent(entry['share'])}</td><td>{_text(entry['largest_job_nodes_available'])}</td>"
+        f"<td>{_percent(entry['share_available'])}</td><td>{_percent(at_size['at_observed'])}</td></tr>"
+        for entry, at_size in zip(result["segments"], expected["sizes"]))
     block_rows = "\n".join(
-        f"<tr><td>{esc(block['name'])}</td><td>{'placeholder' if block['placeholder'] else block['node_count']}</td>"
-        f"<td>{block['idle']}</td><td>{block['allocated']}</td><td>{block['drained']}</td><td>{block['down']}</td>"
-        f"<td>{esc(', '.join(x for x in (block['drained_nodes'], block['down_nodes']) if x))}</td></tr>"
+        "<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in (
+            block["name"], "placeholder" if block["placeholder"] else block["node_count"], block["idle"],
+            block["allocated"], block["drained"], block["down"],
+            ", ".join(x for x in (block["drained_nodes"], block["down_nodes"]) if x))) + "</tr>"
         for block in result["blocks"][:MAX_TREE_BLOCKS] if block["placeholder"] or block["idle"] < block["node_count"])
-    warnings = "".join(f"<li>{esc(w)}</li>" for w in summary.get("warnings", []))
+    warnings = "".join(f"<li>{_text(w)}</li>" for w in summary.get("warnings", []))
+    counts = {key: _text(summary[key]) for key in ("nodes", "blocks", "idle", "available")}
+    source = _text(result.get("state_source", "?"))
+    not_drawn = (f"<p>The rack map is drawn for up to {MAX_RACK_MAP_ROWS} nodes per block and "
+                 f"{MAX_RACK_MAP_CELLS} cells.</p>")
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{_text(title)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; margin: 1em 0; }}
@@ -212,11 +354,11 @@ th {{ background: #f0f0f0; }}
 figure {{ margin: 1.5em 0; }} svg {{ max-width: 100%; height: auto; }}
 </style></head>
 <body>
-<h1>{esc(title)}</h1>
-<p>Block sizes {esc(', '.join(map(str, result['block_sizes'])))}; {summary['nodes']} nodes in {summary['blocks']} blocks
-({len(summary['placeholders'])} placeholders); {summary['idle']} idle, {summary['available']} available;
-today's unavailability λ = {100 * result['expected']['observed_rate']:.2f} %; states from {esc(result.get('state_source', '?'))}.</p>
-<p class="advice" id="advice">{esc(advice['text'])}</p>
+<h1>{_text(title)}</h1>
+<p>Block sizes {_text(', '.join(map(str, result['block_sizes'])))}; {counts['nodes']} nodes in {counts['blocks']} blocks
+({len(summary['placeholders'])} placeholders); {counts['idle']} idle, {counts['available']} available;
+today's unavailability λ = {_percent(expected['observed_rate'], 2)}; states from {source}.</p>
+<p class="advice" id="advice">{_text(advice['text'])}</p>
 <h2>Jobs Slurm accepts now</h2>
 <p id="unsegmented">Without <code>--segment</code>: <code>-N</code> {_ranges(result['unsegmented_feasible'])}
 (once running jobs end: {_ranges(result.get('unsegmented_feasible_available', []))}).</p>
@@ -224,8 +366,8 @@ today's unavailability λ = {100 * result['expected']['observed_rate']:.2f} %; s
 <th>share</th><th>expected at today's λ</th></tr>
 {rows}
 </table>
-<figure id="rack-map">{rack_map(result, plt)}</figure>
-<figure id="curves">{capacity_curves(result, plt)}</figure>
+<figure id="rack-map">{racks or not_drawn}</figure>
+<figure id="curves">{curves}</figure>
 <figure id="fabric">{tree or f'<p>The fabric tree is drawn for up to {MAX_TREE_BLOCKS} blocks.</p>'}</figure>
 <h2>Blocks that are not fully idle</h2>
 <table id="blocks"><tr><th>block</th><th>nodes</th><th>idle</th><th>allocated</th><th>drained</th><th>down</th>

@@ -9,11 +9,8 @@ Failures are injected per route: throttling, 5xx, a server that never answers, b
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import json
 import re
-import ssl
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ import yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
+from tests.tls_certs import self_signed, server_context
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -270,26 +268,8 @@ def test_a_separate_nmx_url_is_used_and_nmx_can_be_skipped(server, fake_http):
 
 @pytest.fixture
 def tls_server(tmp_path, fake_http):
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "netq.test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp_path / "netq.crt", tmp_path / "netq.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_path, key_path)
+    cert_path, key_path = self_signed(tmp_path, "netq.test", ca=True)
+    context = server_context(cert_path, key_path)
     api = NetqApi()
     api.server = fake_http(api)
     # fake_http speaks plain HTTP; wrapping its listening socket keeps the file descriptor its

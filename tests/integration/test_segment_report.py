@@ -12,6 +12,7 @@ import shutil
 import subprocess
 
 
+from ansible_collections.aifactory.topology.plugins.filter.segment_report import segment_report_html
 from tests.ansible_run import REPO, recap, run_playbook
 
 CHROMIUM = shutil.which("chromium")
@@ -82,3 +83,21 @@ def test_the_console_check_catches_a_script_error(tmp_path):
                     encoding="utf-8")
     result = chromium(page, tmp_path, "--dump-dom")
     assert console_problems(result.stderr), result.stderr[-3000:]
+
+
+def test_markup_in_names_stays_text_in_a_real_browser(tmp_path, segment_capacity_result):
+    # Names a fabric could carry: as text they are harmless; run as markup they would retitle the page.
+    attack = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
+    result = segment_capacity_result()
+    result["fabric"]["switches"][0]["name"] = attack
+    old = result["blocks"][0]["name"]
+    result["blocks"][0]["name"] = "r1" + attack
+    result["fabric"]["block_switch"]["r1" + attack] = result["fabric"]["block_switch"].pop(old)
+    result["summary"]["warnings"] = [attack]
+    page = tmp_path / "hostile.html"
+    page.write_text(segment_report_html(result, title="Hostile names"), encoding="utf-8")
+    dom = chromium(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-3000:]
+    assert re.search(r"<title>Hostile names</title>", dom.stdout), dom.stdout[:500]
+    assert "<script" not in dom.stdout and "<img" not in dom.stdout
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom.stdout

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
 STATES = ("idle", "allocated", "drained", "down")
 # Slurm keeps block levels in a 16-bit map (MAX_BLOCK_LEVELS).
@@ -44,32 +44,41 @@ _FLAG_WORDS = {
 # sinfo's state suffixes: '*' = not responding; the others only describe power or reboot progress.
 _SUFFIX_WORDS = {"*": "down", "~": None, "#": None, "!": None, "%": "down", "$": None, "@": None, "^": "down",
                  "-": None}
+_SUFFIX_CHARS = "".join(_SUFFIX_WORDS)
 _RANK = {"idle": 0, "allocated": 1, "drained": 2, "down": 3}
 
 
 def classify_state(value, where):
-    """'idle', 'allocated', 'drained' or 'down' for a Slurm state (``IDLE+DRAIN``, ``down*``, or a list)."""
+    """'idle', 'allocated', 'drained' or 'down' for a Slurm state (``IDLE+DRAIN``, ``down*``, or a list).
+
+    Anything else (not a string or list of strings, no word at all, a word Slurm does not print) is a
+    TopologyError naming ``where``: a state that cannot be read is never taken as idle.
+    """
     if isinstance(value, (list, tuple)):
         words = list(value)
     elif isinstance(value, str):
         words = value.replace("|", "+").split("+")
     else:
-        raise TopologyError(f"{where}: the state must be a string such as 'idle' or 'drain', got {value!r}")
+        raise TopologyError(f"{where}: the state must be a string such as 'idle' or 'drain' (or a list of such "
+                            f"words), got {clip(value)}")
+    if not words:
+        raise TopologyError(f"{where}: the state is an empty list; Slurm always prints at least one word")
     category = None
     for index, raw in enumerate(words):
         if not isinstance(raw, str) or not raw.strip():
-            raise TopologyError(f"{where}: state {value!r} has an empty or non-string word")
+            raise TopologyError(f"{where}: state {clip(value)} has an empty or non-string word")
         word = raw.strip().lower()
-        while word and word[-1] in _SUFFIX_WORDS:
-            category = _worse(category, _SUFFIX_WORDS[word[-1]])
-            word = word[:-1]
-        if word in _BASE_WORDS:
-            category = _worse(category, _BASE_WORDS[word])
-        elif word in _FLAG_WORDS:
+        # All trailing suffix characters at once: one at a time is quadratic in a long suffix.
+        stem = word.rstrip(_SUFFIX_CHARS)
+        for suffix in set(word[len(stem):]):
+            category = _worse(category, _SUFFIX_WORDS[suffix])
+        if stem in _BASE_WORDS:
+            category = _worse(category, _BASE_WORDS[stem])
+        elif stem in _FLAG_WORDS:
             # A flag alone ("drain") stands for an otherwise idle node.
-            category = _worse(category, _FLAG_WORDS[word] or ("idle" if index == 0 else None))
+            category = _worse(category, _FLAG_WORDS[stem] or ("idle" if index == 0 else None))
         else:
-            raise TopologyError(f"{where}: unknown Slurm node state {raw!r} in {value!r}")
+            raise TopologyError(f"{where}: unknown Slurm node state {clip(raw)} in {clip(value)}")
     return category or "idle"
 
 

@@ -50,6 +50,8 @@ def plan_node_changes(nodes, desired, keys, field="labels"):
     """NodeChanges for listed nodes whose managed ``field`` entries differ from ``desired``.
 
     ``desired`` maps node name -> managed entries; a listed node missing from it is not touched.
+    For annotations, a node whose annotations would exceed the API server's total is an error naming
+    it, before any write.
     """
     changes = []
     for name in sorted(desired):
@@ -59,7 +61,32 @@ def plan_node_changes(nodes, desired, keys, field="labels"):
         current = node.field(field)
         if label_changes(current, desired[name], keys):
             changes.append(NodeChange(name, desired[name], keys.managed(current)))
+    if field == "annotations":
+        _check_annotation_totals(changes, nodes, keys)
     return changes
+
+
+def _check_annotation_totals(changes, nodes, keys):
+    """The API server counts all of a node's annotations, ours and everyone else's: check the sum after each patch."""
+    over = []
+    for change in changes:
+        after = {key: value for key, value in nodes[change.name].annotations.items() if not keys.is_managed(key)}
+        after.update(change.desired)
+        size = _labels.annotations_size(after)
+        if size > _labels.MAX_ANNOTATIONS_BYTES:
+            over.append((change.name, size))
+    if over:
+        shown = ", ".join(f"{name} ({size} bytes)" for name, size in over[:10]) + (" ..." if len(over) > 10 else "")
+        raise TopologyError(f"{len(over)} nodes would carry more annotations than the API server takes "
+                            f"({_labels.MAX_ANNOTATIONS_BYTES} bytes of keys and values in all); nothing was "
+                            f"written: {shown}")
+
+
+def check_desired_annotations(desired, where, one_line=()):
+    """Before any request: node names the API server can hold, and annotations it takes, for each node."""
+    _labels.check_node_names(desired, where)
+    for name, annotations in desired.items():
+        _labels.check_annotations(annotations, f"{where}.{name}", one_line)
 
 
 def patch_nodes(client, changes, nodes, keys, options, field="labels"):
@@ -107,6 +134,7 @@ def reconcile_node_labels(client, topology, keys, options, node_selector=None, n
                           clean_absent_nodes=True, warn=None, diff=False):
     """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff)."""
     warn = warn or (lambda message: None)
+    _labels.check_node_names(topology.nodes, "the topology")
     desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
     nodes = list_nodes(client, _k8s.selector_string(node_selector))
     missing = [name for name in desired if name not in nodes]
@@ -160,6 +188,7 @@ class BrokerAnnotationKeys:
 def reconcile_broker_annotations(client, desired, options, warn=None, diff=False):
     """Set the broker annotations of each node of ``desired`` (node name -> annotations); a result dict."""
     warn = warn or (lambda message: None)
+    check_desired_annotations(desired, "node_facts", one_line=_labels.BROKER_ANNOTATIONS)
     nodes = list_nodes(client)
     missing = [name for name in desired if name not in nodes]
     if missing:

@@ -122,6 +122,8 @@ NFD_API = "/apis/nfd.k8s-sigs.io/v1alpha1"
 
 def reconcile_nfd(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False):
     """The nfd_topology module without Ansible: a result dict."""
+    _labels.check_object_name(namespace, "namespace", dns_label=True)
+    _labels.check_node_names(topology.nodes, "the topology")
     labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value)
     features, groups = nfd.build_objects(labels, namespace)
     if not features:

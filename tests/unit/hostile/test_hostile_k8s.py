@@ -1,0 +1,325 @@
+"""The Kubernetes writers against input the API server must refuse, and a server that drops the connection.
+
+What the server would refuse (a key or value outside Kubernetes' rules, a name that can never be a
+node's, a line break in a one-line value, annotations over 256 KiB, ConfigMap data over 1 MiB) is
+refused before any request, or, where it depends on what the cluster holds, after the reads and
+before the first write, naming the node. A connection closed or reset is a connection problem, never
+a TLS verification failure. The rules against the real kube-apiserver: tests/integration/test_k8s_validation.py.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_configmap, k8s_nodes
+from ansible_collections.aifactory.topology.plugins.modules import (
+    k8s_node_annotations,
+    k8s_node_labels,
+    nfd_topology,
+    slinky_topology,
+)
+
+from tests.tls_certs import self_signed, server_context
+
+from ..plugins.modules.module_runner import run_module
+
+LIMIT = _labels.MAX_ANNOTATIONS_BYTES
+LINE_BREAKS = ["\n", "\r", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"]
+MODEL = {"format": "aifactory.topology/v1", "switches": {"leaf1": None},
+         "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]}
+
+
+# -- the rules -------------------------------------------------------------------------------
+
+@given(st.text(max_size=70), st.sampled_from(LINE_BREAKS))
+@example("rack1", "\n")  # Python's "$" matched before a trailing newline: "rack1\n" passed as a label value
+@settings(max_examples=300, deadline=None)
+def test_no_key_value_or_name_with_a_line_break_or_control_character_is_valid(text, control):
+    for value in (text + control, control + text, text[:1] + control + text[1:]):
+        assert not _labels.is_valid_label_value(value)
+        assert _labels.qualified_name_problem(value) is not None
+        assert _labels.qualified_name_problem("example.com/" + value) is not None
+        assert _labels.dns_subdomain_problem(value) is not None
+        assert _labels.one_line_problem(value) is not None
+        with pytest.raises(TopologyError):
+            _labels.check_object_name(value, "namespace", dns_label=True)
+        with pytest.raises(TopologyError):
+            _labels.check_configmap_key(value, "configmap_key")
+
+
+SUBDOMAIN = r"[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?){0,3}"
+
+
+@given(st.from_regex(SUBDOMAIN, fullmatch=True))
+@settings(max_examples=200, deadline=None)
+def test_an_rfc1123_subdomain_is_a_node_name_and_upper_case_or_underscores_are_not(name):
+    assert _labels.dns_subdomain_problem(name) is None
+    assert (_labels.dns_subdomain_problem(name.upper()) is None) == (name.upper() == name)
+    assert _labels.dns_subdomain_problem(name + "_x") is not None
+    assert _labels.dns_subdomain_problem(name + "-") is not None
+
+
+@pytest.mark.parametrize("key, valid", [
+    ("example.com/name", True), ("name", True), ("Example.COM/name", True), ("a" * 253 + "/b", True),
+    ("a" * 254 + "/b", False), ("x/" + "a" * 64, False), ("/name", False), ("a/b/c", False), ("a b", False),
+])
+def test_annotation_keys_follow_the_label_key_rule_in_lower_case_as_the_server_checks(key, valid):
+    try:
+        _labels.check_annotations({key: "v"}, "node n1")
+    except TopologyError as exc:
+        assert not valid, exc
+        assert str(exc).startswith("node n1: ")
+    else:
+        assert valid
+
+
+@given(st.integers(min_value=0, max_value=LIMIT + 64), st.sampled_from(["", "é", "\u4e2d"]))
+@settings(max_examples=100, deadline=None)
+def test_the_annotation_total_counts_utf8_bytes_of_keys_and_values(length, char):
+    key = "example.com/big"
+    value = char * (length // max(len(char.encode()), 1)) if char else "v" * length
+    size = len(key.encode()) + len(value.encode())
+    assert _labels.annotations_size({key: value}) == size
+    try:
+        _labels.check_annotations({key: value}, "node n1")
+    except TopologyError as exc:
+        assert size > LIMIT and f"the annotations would total {size} bytes" in str(exc)
+    else:
+        assert size <= LIMIT
+
+
+# -- modules: refused before any request -------------------------------------------------------
+
+@pytest.fixture
+def run(monkeypatch):
+    """A module run against a closed port: reaching the network would fail differently from what is asserted."""
+    for name in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    def runner(module, args):
+        args = dict({"host": f"https://127.0.0.1:{port}", "api_key": "token", "request_timeout": 5}, **args)
+        result = run_module(module, args, monkeypatch=monkeypatch)
+        assert result["failed"] and "cannot reach the API server" not in result["msg"], result["msg"]
+        return result["msg"]
+    return runner
+
+
+def facts(hostname="gpu1", domain=None):
+    return {"hostname": hostname, "nvlink": {"domain": domain} if domain else {}}
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"node_facts": {"Node_1": facts(), "gpu2": facts("gpu2")}},
+     "node_facts: 1 names can never be Kubernetes node names (lower-case RFC 1123 subdomains of at most 253 "
+     "characters): 'Node_1'"),
+    ({"node_facts": {"gpu1": facts("x" * (300 << 10))}},
+     "node_facts.gpu1: the annotations would total 307"),
+    ({"node_facts": {"gpu1": facts("gpu1\nevil")}}, "node_facts.gpu1: annotation topograph.run/instance holds the "
+                                                    "control character U+000A"),
+    ({"node_facts": {"gpu1": facts(domain="uuid.1\r")}}, "annotation topograph.run/cluster-id holds the control"),
+    ({"node_facts": {"gpu1": facts()}, "region": "local\n"}, "region holds the control character U+000A"),
+])
+def test_k8s_node_annotations_refuses_before_any_request(run, args, words):
+    assert words in run(k8s_node_annotations, args)
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"model": dict(MODEL, nodes=[{"nodes": "GPU[1-2]", "switch": "leaf1"}])},
+     "the topology: 2 names can never be Kubernetes node names (lower-case RFC 1123 subdomains of at most 253 "
+     "characters): 'GPU1', 'GPU2'"),
+    ({"model": dict(MODEL, switches={}, nodes=[{"nodes": "n1"}]), "no_topology_value": "none\n"},
+     "tier-0='none\\n' on n1"),
+    ({"model": MODEL, "node_selector": {"team": "a\n"}}, "node_selector['team']"),
+    ({"model": MODEL, "accelerator_label": "example.com/domain\n"}, "is not a valid Kubernetes label key"),
+    ({"model": MODEL, "fabric_labels": ["a/b/c"]}, "fabric_labels[0]: 'a/b/c' is not a valid Kubernetes label key"),
+])
+def test_k8s_node_labels_refuses_before_any_request(run, args, words):
+    assert words in run(k8s_node_labels, args)
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"namespace": "NFD"}, "namespace: 'NFD' is not at most 63 lower-case letters"),
+    ({"namespace": "nfd\n"}, "namespace: 'nfd\\n' is not at most 63"),
+    ({"namespace": "n" * 64}, "is not at most 63"),
+    ({"namespace": "nfd", "model": dict(MODEL, nodes=[{"nodes": "Gpu1", "switch": "leaf1"}])},
+     "the topology: 1 names can never be Kubernetes node names"),
+])
+def test_nfd_topology_refuses_before_any_request(run, args, words):
+    assert words in run(nfd_topology, dict({"model": MODEL}, **args))
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"namespace": "Slurm"}, "namespace: 'Slurm' is not at most 63"),
+    ({"configmap_name": "slurm config"}, "configmap_name: 'slurm config' is not lower-case letters"),
+    ({"configmap_name": "c" * 254}, "configmap_name: 'cccc"),
+    ({"configmap_key": "../topology.conf"}, "configmap_key: '../topology.conf' is not a valid ConfigMap key"),
+    ({"configmap_key": "topology.conf\n"}, "is not a valid ConfigMap key"),
+    ({"use_dynamic_nodes": True, "pod_selector": {"app": "slurmd"}, "slurm_node_name_label": "slurm node"},
+     "slurm_node_name_label: 'slurm node' is not a valid Kubernetes label key"),
+])
+def test_slinky_topology_refuses_before_any_request(run, args, words):
+    base = {"model": MODEL, "namespace": "slurm", "configmap_name": "slurm", "plugin": "topology/tree"}
+    assert words in run(slinky_topology, dict(base, **args))
+
+
+# -- writers: refused after the reads, before the first write ------------------------------------
+
+class RecordingClient:
+    """Lists the given nodes (and answers a ConfigMap GET); records every request; writes succeed."""
+
+    def __init__(self, annotations_by_node, configmap=None):
+        self.nodes = {name: {"metadata": {"name": name, "resourceVersion": "1", "annotations": dict(annotations)}}
+                      for name, annotations in annotations_by_node.items()}
+        self.configmap = configmap
+        self.requests = []
+
+    def list(self, path, label_selector=None):
+        self.requests.append(("LIST", path))
+        return list(self.nodes.values()) if path == _k8s.node_path() else []
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        self.requests.append((method, path))
+        if method == "GET" and "/configmaps/" in path:
+            if self.configmap is None:
+                raise _k8s.K8sError(f"GET {path}: HTTP 404 Not Found", 404)
+            return self.configmap
+        return body
+
+    def writes(self):
+        return [request for request in self.requests if request[0] not in ("LIST", "GET")]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=LIMIT), min_size=1, max_size=4), st.integers(1, 64 << 10))
+@settings(max_examples=100, deadline=None)
+def test_annotations_are_written_only_when_every_node_stays_within_the_total(others, hostname_length):
+    existing = {f"gpu{i}": {"example.com/other": "o" * size} for i, size in enumerate(others)}
+    desired = {name: {_labels.INSTANCE_ANNOTATION: "h" * hostname_length, _labels.REGION_ANNOTATION: "local"}
+               for name in existing}
+    over = sorted(name for name in existing if _labels.annotations_size({**existing[name], **desired[name]}) > LIMIT)
+    client = RecordingClient(existing)
+    try:
+        k8s_nodes.reconcile_broker_annotations(client, desired, k8s_writer.WriteOptions(concurrency=1))
+    except TopologyError as exc:
+        assert over and client.writes() == []
+        assert f"{len(over)} nodes would carry more annotations than the API server takes" in str(exc)
+        assert all(name in str(exc) for name in over[:10])
+    else:
+        assert not over and len(client.writes()) == len(existing)
+
+
+def test_a_managed_annotation_that_is_replaced_is_not_counted_twice():
+    big = "h" * (LIMIT // 2)
+    client = RecordingClient({"gpu1": {_labels.INSTANCE_ANNOTATION: big}})
+    desired = {"gpu1": {_labels.INSTANCE_ANNOTATION: big + "x", _labels.REGION_ANNOTATION: "local"}}
+    result = k8s_nodes.reconcile_broker_annotations(client, desired, k8s_writer.WriteOptions(concurrency=1))
+    assert result["changed_nodes"] == ["gpu1"]
+
+
+def slinky_params(**extra):
+    return dict({"namespace": "slurm", "configmap_name": "slurm", "configmap_key": "topology.conf",
+                 "plugin": "topology/tree"}, **extra)
+
+
+def test_slinky_checks_the_node_annotations_before_writing_the_configmap():
+    topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
+    client = RecordingClient({"n1": {}, "n2": {"example.com/other": "o" * LIMIT}})
+    with pytest.raises(TopologyError, match=r"1 nodes would carry more annotations .*: n2 \(26"):
+        k8s_configmap.reconcile_slinky(client, topology, slinky_params(use_dynamic_nodes=True),
+                                       k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+
+
+@pytest.mark.parametrize("configmap, words", [
+    ({"data": {"other.conf": "x" * ((1 << 20) - 10)}},
+     r"its data would total \d+ bytes with topology.conf; .* 1048576"),
+    ({"binaryData": {"blob": "eHh4" * ((1 << 20) // 3)}}, r"its data would total \d+ bytes"),
+    ({"metadata": {"annotations": {"example.com/other": "o" * LIMIT}}}, r"its annotations would total \d+ bytes"),
+])
+def test_slinky_refuses_a_configmap_the_server_would_refuse_before_writing_it(configmap, words):
+    topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
+    client = RecordingClient({}, configmap=dict({"metadata": {}, "data": {}}, **configmap))
+    with pytest.raises(TopologyError, match="configmap slurm/slurm: " + words):
+        k8s_configmap.reconcile_slinky(client, topology, slinky_params(), k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+
+
+# -- the transport ---------------------------------------------------------------------------
+
+class DroppingServer:
+    """127.0.0.1: accepts every connection and closes it at once (``reset``: with an RST), or with ``tls``
+    completes a TLS handshake with a self-signed certificate and then closes."""
+
+    def __init__(self, reset=False, tls=None):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.reset, self.tls = reset, tls
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone does not, on Linux)
+        self.thread.join()
+        self.sock.close()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _address = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            if self.tls is not None:
+                try:
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                except (ssl.SSLError, OSError):
+                    pass  # the client refused our certificate: what the verification test wants
+            conn.close()
+
+
+def get_nodes(port, scheme="https", **auth):
+    client = _k8s.K8sClient.from_auth(dict({"host": f"{scheme}://127.0.0.1:{port}", "api_key": "token"}, **auth),
+                                      environ={}, timeout=10)
+    try:
+        with pytest.raises(_k8s.K8sError) as info:
+            client.request("GET", _k8s.node_path())
+    finally:
+        client.close()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+@pytest.mark.parametrize("scheme, validate_certs", [("https", False), ("https", True), ("http", False)])
+def test_a_dropped_connection_is_a_connection_problem_not_a_tls_failure(reset, scheme, validate_certs):
+    with DroppingServer(reset=reset) as server:
+        message = get_nodes(server.port, scheme, validate_certs=validate_certs)
+    assert server.accepted >= 1
+    assert message.startswith(f"GET /api/v1/nodes: the connection to the API server {scheme}://127.0.0.1:"
+                              f"{server.port} was closed or reset "), message
+    assert "TLS verification" not in message and "ca_cert" not in message
+
+
+def test_a_certificate_that_does_not_verify_is_still_a_tls_verification_failure(tmp_path):
+    with DroppingServer(tls=server_context(*self_signed(tmp_path, "apiserver.test"))) as server:
+        message = get_nodes(server.port)
+    assert message.startswith(f"GET /api/v1/nodes: TLS verification of https://127.0.0.1:{server.port} failed ("), \
+        message
+    assert "set ca_cert" in message
