@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_graph, topology_info
 
 from ...conftest_paths import MODELS
@@ -103,8 +104,7 @@ def test_bad_input_fails_with_the_field_and_writes_nothing(run, tmp_path):
     dest = tmp_path / "topology.conf"
     cases = [
         (dict(BLOCK, block_sizes=[18, 54]), "block_sizes[1] = 54 must be the base size 18 times a power of two"),
-        ({"provider": {"name": "nope"}}, "value of name must be one of: simulation, inventory, infiniband, netq, aws, gcp, "
-                                         "oci, lambda, nebius, nscale, dra, node_labels, got: nope"),
+        ({"provider": {"name": "nope"}}, f"value of name must be one of: {', '.join(PROVIDERS)}, got: nope"),
         ({"model": {"format": "aifactory.topology/v1", "nodes": [{"nodes": "n[2-1]"}]}}, "model.nodes[0].nodes"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat"}}), "exactly one topology must set cluster_default"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat", "cluster_default": True, "partiton": "x"}}),
