@@ -150,7 +150,7 @@ def test_ansiballz_finds_every_provider_imported_inside_the_loader_function():
     assert {provider.module for provider in _specs.PROVIDERS.values()} <= found
 
 
-def test_the_provider_docs_and_doc_fragment_are_generated_from_the_specs():
+def test_the_provider_docs_doc_fragment_and_provider_lists_are_generated_from_the_registry():
     tool = _load_tool()
     stale = [str(path.relative_to(REPO)) for path, text in tool.expected_files().items()
              if path.read_text(encoding="utf-8") != text]
@@ -167,6 +167,16 @@ def test_every_spec_key_is_on_its_page_and_every_table_key_is_in_the_spec():
         declared = {(section, key) for section, spec in (("params", provider.params), ("creds", provider.creds))
                     for key, _option in tool.flatten(spec)}
         assert documented == declared, name
+
+
+def test_the_cloud_table_of_the_provider_index_has_a_row_per_cloud_provider():
+    """Its columns are facts about each cloud's API, kept by hand; its rows are the providers that take instances."""
+    index = (REPO / "docs" / "providers" / "README.md").read_text(encoding="utf-8")
+    rows = index.split("\n| Provider | Page | API |")[1].split("\n\n")[0].strip().splitlines()[2:]
+    listed = [(row.split("|")[1].strip(" `"), row.split("|")[2].strip()) for row in rows]
+    clouds = [(name, f"[{provider.doc}]({provider.doc})") for name, provider in _specs.PROVIDERS.items()
+              if "instances" in provider.params]
+    assert listed == clouds
 
 
 def test_the_doc_fragment_lists_every_provider_key_and_the_name_choices():
