@@ -10,7 +10,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._errors import 
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_graph, topology_info
 
-from ...conftest_paths import MODELS
+from ...conftest_paths import MODELS, REPO
 from .module_runner import run_module
 
 NVL72 = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "nvl72.yaml")}}}
@@ -208,3 +208,13 @@ def test_provider_warnings_reach_the_summary_and_the_warning_stream(run, module,
     provider_warnings = [text for text in result["summary"]["warnings"] if "nvidia-smi output are not in the" in text]
     assert len(provider_warnings) == 1 and "gpu9" in provider_warnings[0]
     assert result["summary"]["warnings"] == result["warnings"]
+
+
+def test_every_module_has_a_row_in_the_readme_module_table():
+    """The table's descriptions are written by hand; the modules it must list are the files in plugins/modules/."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("\n## Modules and filters\n")[1]
+    rows = [line for line in section.strip().split("\n\n")[0].splitlines() if line.startswith("|")]
+    listed = {cell[len("`aifactory.topology."):-1] for cell in (row.split("|")[1].strip() for row in rows)
+              if cell.startswith("`aifactory.topology.") and cell.endswith("`")}
+    modules = {path.stem for path in (REPO / "plugins" / "modules").glob("*.py") if path.stem != "__init__"}
+    assert modules <= listed, sorted(modules - listed)
