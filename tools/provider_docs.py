@@ -223,8 +223,8 @@ def expected_files():
         current = expected.get(path, path.read_text(encoding="utf-8"))
         expected[path] = page_text(current, provider, path)
     expected[FRAGMENT] = fragment_text(FRAGMENT.read_text(encoding="utf-8"), providers)
-    expected[INDEX] = _between(INDEX.read_text(encoding="utf-8"), LIST_BEGIN, LIST_END, index_table(providers), INDEX)
-    expected[README] = _between(README.read_text(encoding="utf-8"), LIST_BEGIN, LIST_END, readme_list(providers), README)
+    for path, generated in ((INDEX, index_table(providers)), (README, readme_list(providers))):
+        expected[path] = _between(path.read_text(encoding="utf-8"), LIST_BEGIN, LIST_END, generated, path)
     return expected
 
 

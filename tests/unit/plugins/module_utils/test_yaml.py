@@ -79,8 +79,9 @@ def test_models_are_built_in_the_one_pass_not_left_to_yaml_load():
     model = ("switches:\n  core: {switches: [leaf-1]}\n  leaf-1: {labels: {zone: a}}\nblocks:\n"
              "- switch: leaf-1\n  nodes: ['gb-r01-n[01-18]']\n  annotations:\n"
              "    accelerator.topology.test/domain: nvl-r01\n")
-    assert _yaml._build(yaml.parse(model, Loader=_yaml._LOADER)) is not _yaml._NotBuilt  # pylint: disable=protected-access
-    assert _yaml._build(yaml.parse("a: !!str 5", Loader=_yaml._LOADER)) is _yaml._NotBuilt  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    assert _yaml._build(yaml.parse(model, Loader=_yaml._LOADER)) is not _yaml._NotBuilt
+    assert _yaml._build(yaml.parse("a: !!str 5", Loader=_yaml._LOADER)) is _yaml._NotBuilt
 
 
 def test_nan_survives_the_one_pass():
