@@ -109,7 +109,7 @@ def _build(events):
         return _NotBuilt
     scalar_event, alias_event, mapping_start = yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent
     document_start = yaml.DocumentStartEvent
-    node_events = {scalar_event, alias_event, mapping_start, yaml.SequenceStartEvent}
+    start_events = {mapping_start, yaml.SequenceStartEvent}
     end_events = {yaml.SequenceEndEvent, yaml.MappingEndEvent}
     wildcard = _LOADER.yaml_implicit_resolvers.get(None, [])
     resolvers = {first: found + wildcard for first, found in _LOADER.yaml_implicit_resolvers.items()}
@@ -123,24 +123,9 @@ def _build(events):
     no_key = _NotBuilt  # no key waits for its value (a class no document can hold)
     for event in events:
         kind = type(event)
-        if kind in end_events:
-            anchor, data, _key = stack.pop()
-            if anchor is not None:
-                anchors[anchor] = data
-            continue
-        if kind is document_start:
-            documents += 1
-            if documents > 1:
-                return _NotBuilt  # yaml.load refuses a second document
-            continue
-        if kind not in node_events:  # stream start and end, document end
-            continue
-        anchor = event.anchor
-        if kind is alias_event:
-            if anchor not in anchors:
-                return _NotBuilt  # undefined, or a collection still open: yaml.load says what it makes of it
-            data = anchors[anchor]
-        else:
+        # Scalars first, then collections: they are nearly all the events a model has.
+        if kind is scalar_event or kind in start_events:
+            anchor = event.anchor
             if event.tag is not None or anchor in seen_anchors:
                 return _NotBuilt  # a tag, or a duplicate anchor: yaml.load's
             if anchor is not None:
@@ -158,6 +143,22 @@ def _build(events):
                     anchors[anchor] = data
             else:
                 data = {} if kind is mapping_start else []
+        elif kind in end_events:
+            anchor, data, _key = stack.pop()
+            if anchor is not None:
+                anchors[anchor] = data
+            continue
+        elif kind is alias_event:
+            if event.anchor not in anchors:
+                return _NotBuilt  # undefined, or a collection still open: yaml.load says what it makes of it
+            data = anchors[event.anchor]
+        elif kind is document_start:
+            documents += 1
+            if documents > 1:
+                return _NotBuilt  # yaml.load refuses a second document
+            continue
+        else:  # stream start and end, document end
+            continue
         if not stack:
             root = data
         elif type(stack[-1][1]) is list:  # pylint: disable=unidiomatic-typecheck
@@ -169,7 +170,7 @@ def _build(events):
         else:
             stack[-1][1][stack[-1][2]] = data
             stack[-1][2] = no_key
-        if kind is not scalar_event and kind is not alias_event:
+        if kind is not scalar_event and kind is not alias_event:  # a collection: open until its end event
             stack.append([anchor, data, no_key])
     return None if root is _NotBuilt else root
 
