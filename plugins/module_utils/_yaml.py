@@ -2,19 +2,23 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """YAML loading for large models and files: libyaml's parser, one pass, safe constructors only.
 
-Every document is scanned event by event (libyaml's parser keeps its own stack, so this never
-recurses) and refused when it nests deeper than ``MAX_DEPTH`` (libyaml's composer recurses in C
-and crashes the process on a few tens of thousands of open brackets) or when its aliases would
-expand to more than ``MAX_ALIAS_NODES`` nodes (an alias bomb: a few levels of anchors that name
-each other ten times expand to billions of nodes for every consumer that walks the data).
+One pass over the parser's events (libyaml's parser keeps its own stack, so nothing here
+recurses) through two parts:
 
-The same pass builds the data for the documents models are made of (untagged mappings,
-sequences and scalars, aliases to finished nodes): each plain scalar is resolved by PyYAML's own
-implicit resolvers and built by its own safe constructors, so the result is what
-``yaml.safe_load`` returns, without PyYAML composing a node graph first (on a 100,000-node model
-that graph costs more than everything else the load does). Anything else (an explicit tag, a merge
-key ``<<``, a collection as a key, an alias to an unfinished node, a second document) is left to
-``yaml.load`` with the safe loader, after the pass has checked the limits of the whole text.
+- the limit checker, ``_events_within_limits``, passes the events on and refuses a document that
+  nests deeper than ``MAX_DEPTH`` (libyaml's composer recurses in C and crashes the process on a
+  few tens of thousands of open brackets) or whose aliases would expand to more than
+  ``MAX_ALIAS_NODES`` nodes (an alias bomb: a few levels of anchors that name each other ten times
+  expand to billions of nodes for every consumer that walks the data);
+- the builder, ``_build``, builds the data of the documents models are made of (untagged mappings,
+  sequences and scalars, aliases to finished nodes) from the checked events: each plain scalar is
+  resolved by PyYAML's own implicit resolvers and built by its own safe constructors, so the result
+  is what ``yaml.safe_load`` returns, without PyYAML composing a node graph first (on a
+  100,000-node model that graph costs more than everything else the load does).
+
+Anything else (an explicit tag, a merge key ``<<``, a collection as a key, an alias to an
+unfinished node, a second document) the builder leaves to ``yaml.load`` with the safe loader,
+after the checker has read the rest of the text.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class YAMLLimitError(YAMLError):
 
 
 class _NotBuilt:
-    """The data of a document the one-pass builder left to yaml.load."""
+    """The data of a document the builder left to yaml.load."""
 
 
 def check_limits(text, max_depth=MAX_DEPTH, max_alias_nodes=MAX_ALIAS_NODES):
@@ -52,99 +56,121 @@ def check_limits(text, max_depth=MAX_DEPTH, max_alias_nodes=MAX_ALIAS_NODES):
     Sizes are counted per anchor (a collection's size includes the expanded size of the
     aliases inside it), so nested anchors are charged what they would cost a consumer.
     """
-    _scan(text, max_depth, max_alias_nodes, build=False)
+    for _event in _events_within_limits(yaml.parse(text, Loader=_LOADER), max_depth, max_alias_nodes):
+        pass
 
 
-def _scan(text, max_depth=MAX_DEPTH, max_alias_nodes=MAX_ALIAS_NODES, build=True):
-    """Check the limits of ``text``; return its data, or ``_NotBuilt`` when yaml.load must build it."""
-    # pylint: disable=too-many-locals,too-many-branches,too-many-statements
+def _events_within_limits(events, max_depth=MAX_DEPTH, max_alias_nodes=MAX_ALIAS_NODES):
+    """Yield ``events``; raise YAMLLimitError, before yielding it, at the event that passes a limit."""
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    start_events = {yaml.MappingStartEvent, yaml.SequenceStartEvent}
+    end_events = {yaml.SequenceEndEvent, yaml.MappingEndEvent}
+    sizes = {}  # anchor -> expanded node count
+    # Nodes so far (a scalar 1, an alias what it expands to, a collection 1 at its start), so a
+    # collection's size is the count at its end less the count before its start.
+    nodes = 0
+    stack = []  # per open collection: (its anchor, the node count before its start)
+    expanded = 0  # nodes the aliases so far expand to
+    for event in events:
+        kind = type(event)
+        if kind is scalar_event:
+            nodes += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif kind is alias_event:
+            size = sizes.get(event.anchor, 1)  # 1 for an alias to an open collection or to no anchor
+            nodes += size
+            expanded += size
+            if expanded > max_alias_nodes:
+                raise YAMLLimitError(f"line {event.start_mark.line + 1}: aliases expand to more than "
+                                     f"{max_alias_nodes} nodes (a YAML alias bomb?)")
+        elif kind in start_events:
+            stack.append((event.anchor, nodes))
+            nodes += 1
+            if len(stack) > max_depth:
+                raise YAMLLimitError(f"line {event.start_mark.line + 1}: nested more than {max_depth} levels deep")
+        elif kind in end_events:
+            anchor, before = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = nodes - before
+        yield event
+
+
+def _build(events):
+    """The data of the document ``events`` make, as yaml.safe_load builds it, or ``_NotBuilt``.
+
+    ``_NotBuilt`` as soon as an event is one yaml.load must judge (see the module's docstring);
+    the events after it are left unread.
+    """
+    # pylint: disable=too-many-locals,too-many-branches
     # One loop over every event of the document: its speed is the point, so it is not split.
+    if _LOADER.yaml_path_resolvers:
+        return _NotBuilt
     scalar_event, alias_event, mapping_start = yaml.ScalarEvent, yaml.AliasEvent, yaml.MappingStartEvent
     document_start = yaml.DocumentStartEvent
-    node_events = {scalar_event, alias_event, mapping_start, yaml.SequenceStartEvent}
+    start_events = {mapping_start, yaml.SequenceStartEvent}
     end_events = {yaml.SequenceEndEvent, yaml.MappingEndEvent}
     wildcard = _LOADER.yaml_implicit_resolvers.get(None, [])
     resolvers = {first: found + wildcard for first, found in _LOADER.yaml_implicit_resolvers.items()}
     constructors = SafeConstructor.yaml_constructors
     constructor = SafeConstructor()
-    building = build and not _LOADER.yaml_path_resolvers
-    sizes = {}  # anchor -> expanded node count
-    stack = []  # per open collection: [anchor, node count so far, its data, key waiting for a value]
-    expanded = 0
+    stack = []  # per open collection: [its anchor, its data, the key waiting for its value]
     anchors = {}  # anchor -> data of a finished node
     seen_anchors = set()  # every anchor of the document, finished or not
     root = _NotBuilt
     documents = 0
     no_key = _NotBuilt  # no key waits for its value (a class no document can hold)
-    for event in yaml.parse(text, Loader=_LOADER):
+    for event in events:
         kind = type(event)
-        if kind in end_events:
-            anchor, size, data, _key = stack.pop()
-            if anchor is not None:
-                sizes[anchor] = size
-                if building:
-                    anchors[anchor] = data
-            if stack:
-                stack[-1][1] += size
-            continue
-        if kind is document_start:
-            documents += 1
-            building = building and documents == 1  # yaml.load refuses a second document
-            continue
-        if kind not in node_events:  # stream start and end, document end
-            continue
-        anchor = event.anchor
-        if kind is alias_event:
-            size = sizes.get(anchor, 1)
-            expanded += size
-            if expanded > max_alias_nodes:
-                raise YAMLLimitError(f"line {event.start_mark.line + 1}: aliases expand to more than "
-                                     f"{max_alias_nodes} nodes (a YAML alias bomb?)")
-            # An undefined alias, or one to a collection still open: yaml.load says what it makes of it.
-            building = building and anchor in anchors
-            data = anchors.get(anchor)
-        else:
-            size = 1
-            if building and (event.tag is not None or anchor in seen_anchors):
-                building = False  # a tag, or a duplicate anchor: yaml.load's
+        # Scalars first, then collections: they are nearly all the events a model has.
+        if kind is scalar_event or kind in start_events:
+            anchor = event.anchor
+            if event.tag is not None or anchor in seen_anchors:
+                return _NotBuilt  # a tag, or a duplicate anchor: yaml.load's
             if anchor is not None:
                 seen_anchors.add(anchor)
             if kind is scalar_event:
-                if anchor is not None:
-                    sizes[anchor] = 1
                 data = value = event.value
-                if building and event.implicit[0]:  # plain: resolved as the composer does
+                if event.implicit[0]:  # plain: resolved as the composer does
                     for tag, pattern in resolvers.get(value[:1], wildcard):
                         if pattern.match(value):
                             if tag in _MAPPING_TAGS or tag not in constructors:
-                                building = False
-                            else:
-                                data = constructors[tag](constructor, ScalarNode(tag, value))
+                                return _NotBuilt
+                            data = constructors[tag](constructor, ScalarNode(tag, value))
                             break
                 if anchor is not None:
                     anchors[anchor] = data
             else:
                 data = {} if kind is mapping_start else []
-        if building:
-            if not stack:
-                root = data
-            elif type(stack[-1][2]) is list:  # pylint: disable=unidiomatic-typecheck
-                stack[-1][2].append(data)
-            elif stack[-1][3] is no_key:
-                building = not isinstance(data, (list, dict))  # a collection as a key: yaml.load's error
-                stack[-1][3] = data
-            else:
-                stack[-1][2][stack[-1][3]] = data
-                stack[-1][3] = no_key
-        if kind is scalar_event or kind is alias_event:
-            if stack:
-                stack[-1][1] += size
+        elif kind in end_events:
+            anchor, data, _key = stack.pop()
+            if anchor is not None:
+                anchors[anchor] = data
+            continue
+        elif kind is alias_event:
+            if event.anchor not in anchors:
+                return _NotBuilt  # undefined, or a collection still open: yaml.load says what it makes of it
+            data = anchors[event.anchor]
+        elif kind is document_start:
+            documents += 1
+            if documents > 1:
+                return _NotBuilt  # yaml.load refuses a second document
+            continue
+        else:  # stream start and end, document end
+            continue
+        if not stack:
+            root = data
+        elif type(stack[-1][1]) is list:  # pylint: disable=unidiomatic-typecheck
+            stack[-1][1].append(data)
+        elif stack[-1][2] is no_key:
+            if isinstance(data, (list, dict)):
+                return _NotBuilt  # a collection as a key: yaml.load's error
+            stack[-1][2] = data
         else:
-            stack.append([anchor, 1, data, no_key])
-            if len(stack) > max_depth:
-                raise YAMLLimitError(f"line {event.start_mark.line + 1}: nested more than {max_depth} levels deep")
-    if not building:
-        return _NotBuilt
+            stack[-1][1][stack[-1][2]] = data
+            stack[-1][2] = no_key
+        if kind is not scalar_event and kind is not alias_event:  # a collection: open until its end event
+            stack.append([anchor, data, no_key])
     return None if root is _NotBuilt else root
 
 
@@ -156,7 +182,10 @@ def safe_load(stream):
     if not HAS_YAML:
         raise RuntimeError("PyYAML is required")
     text = stream if isinstance(stream, (str, bytes)) else stream.read()
-    data = _scan(text)
+    events = _events_within_limits(yaml.parse(text, Loader=_LOADER))
+    data = _build(events)
     if data is _NotBuilt:
+        for _event in events:  # the limits cover the whole text before yaml.load reads any of it
+            pass
         return yaml.load(text, Loader=_LOADER)  # nosec B506 - a SafeLoader class
     return data

@@ -7,26 +7,40 @@ may appear in stdout or stderr: not in the invocation echo, the result, warnings
 
 from __future__ import annotations
 
+import importlib
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from tests.ansible_run import run_playbook
 
-from tests.integration import (
-    test_provider_aws,
-    test_provider_gcp,
-    test_provider_lambda,
-    test_provider_nebius,
-    test_provider_nscale,
-    test_provider_oci,
-)
 
-CASES = {"aws": test_provider_aws, "gcp": test_provider_gcp, "oci": test_provider_oci,
-         "lambda": test_provider_lambda, "nebius": test_provider_nebius, "nscale": test_provider_nscale}
+def _end_to_end_tests():
+    """provider name -> its end-to-end test module, tests/integration/test_provider_<name>.py, where there is one."""
+    return {name: importlib.import_module(f"tests.integration.test_provider_{name}") for name in PROVIDERS
+            if Path(__file__).with_name(f"test_provider_{name}.py").is_file()}
+
+
+# Every provider whose end-to-end test gives a playbook_case: a successful run with its secrets.
+CASES = {name: module for name, module in _end_to_end_tests().items() if hasattr(module, "playbook_case")}
+# Providers with secrets (a no_log creds option) and no playbook_case, and why.
+WITHOUT_PLAYBOOK_CASE = {
+    "netq": "its own -vvvv test: test_provider_netq.py::test_netq_password_never_appears_in_verbose_playbook_output",
+    "dra": "Kubernetes auth options: no -vvvv test yet (a successful run needs the kube-apiserver test bed)",
+    "node_labels": "Kubernetes auth options: no -vvvv test yet (a successful run needs the kube-apiserver test bed)",
+}
 
 pytestmark = pytest.mark.playbook
+
+
+def test_every_provider_with_secrets_has_a_playbook_case_or_a_stated_reason():
+    with_secrets = {name for name, provider in PROVIDERS.items()
+                    if any(option.get("no_log") for option in provider.creds.values())}
+    assert with_secrets - set(CASES) == set(WITHOUT_PLAYBOOK_CASE)
+    assert set(CASES) <= with_secrets
 
 
 def run_verbose(playbook):

@@ -17,13 +17,29 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 from ...conftest_paths import REPO
 
 INSTANCES = [{"region": "r", "instances": {"i-1": "n1"}}]
-# The least each provider needs to pass validation.
-MINIMAL = {
-    "simulation": {"model_path": "/m.yaml"}, "inventory": {}, "infiniband": {}, "netq": {"api_url": "https://netq"},
-    "aws": {"instances": INSTANCES}, "gcp": {"instances": INSTANCES}, "oci": {"instances": INSTANCES},
-    "lambda": {"instances": INSTANCES}, "nebius": {"instances": INSTANCES},
-    "nscale": {"instances": INSTANCES, "api_url": "https://radar"}, "dra": {}, "node_labels": {},
-}
+# A value of each option type that validation accepts as it is.
+SAMPLES = {"str": "x", "path": "/x", "raw": "x", "int": 1, "float": 1.0, "bool": True}
+
+
+def minimal(spec):
+    """The least ``spec`` accepts: its required options only, each with a value of its type."""
+    return {key: _sample(option) for key, option in spec.items() if option.get("required")}
+
+
+def _sample(option):
+    if option.get("choices"):
+        return option["choices"][0]
+    kind = option.get("type", "str")
+    if kind == "dict":
+        return minimal(option.get("options") or {})
+    if kind == "list":
+        return [_sample({"type": option.get("elements", "str"), "options": option.get("options")})]
+    return SAMPLES[kind]
+
+
+# The least each provider needs to pass validation, from its spec.
+MINIMAL = {name: minimal(provider.params) for name, provider in _specs.PROVIDERS.items()}
+PROVIDERS_INIT = REPO / "plugins" / "module_utils" / "_providers" / "__init__.py"
 SDKS = ("boto3", "botocore", "kubernetes", "requests", "grpc", "cryptography", "urllib3")
 
 
@@ -34,9 +50,9 @@ def _load_tool():
     return module
 
 
-def test_every_provider_has_a_minimal_case_and_takes_accelerator():
-    assert set(MINIMAL) == set(_specs.PROVIDERS)
+def test_every_provider_validates_its_minimal_params_and_takes_accelerator():
     for name, provider in _specs.PROVIDERS.items():
+        validate(name, MINIMAL[name])  # raises when a required key is missing
         assert provider.params["accelerator"] is _specs.ACCELERATOR, name
         assert provider.params["discovery_timeout"] is _specs.DISCOVERY_TIMEOUT, name
 
@@ -102,18 +118,39 @@ def test_importing_the_providers_package_imports_no_provider_and_no_sdk():
     assert done.stdout.strip() == "['ansible_collections.aifactory.topology.plugins.module_utils._providers._specs']"
 
 
+def _loader_branches():
+    """(the name compared, the modules imported) per branch of ``_providers._provider_module``'s if/elif chain."""
+    tree = ast.parse(PROVIDERS_INIT.read_text(encoding="utf-8"))
+    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "_provider_module")
+    branch, branches = function.body[0], []
+    while isinstance(branch, ast.If):
+        imported = [alias.name for statement in branch.body if isinstance(statement, ast.ImportFrom)
+                    for alias in statement.names]
+        branches.append((branch.test.comparators[0].value, imported))
+        branch = branch.orelse[0] if branch.orelse else None
+    return branches
+
+
+def test_the_loader_chain_imports_each_registered_module_once_and_nothing_else():
+    """The if/elif chain is kept by hand (AnsiballZ ships static imports only): it must say what PROVIDERS says."""
+    branches = _loader_branches()
+    assert [imported for _compared, imported in branches] == [[compared] for compared, _imported in branches]
+    compared = [name for name, _imported in branches]
+    assert sorted(compared) == sorted({provider.module for provider in _specs.PROVIDERS.values()})
+    assert len(compared) == len(set(compared))
+
+
 def test_ansiballz_finds_every_provider_imported_inside_the_loader_function():
     """AnsiballZ ships what ansible-core's ModuleDepFinder finds; it walks function bodies too."""
     from ansible.executor.module_common import ModuleDepFinder  # pylint: disable=import-outside-toplevel
 
-    path = REPO / "plugins" / "module_utils" / "_providers" / "__init__.py"
     finder = ModuleDepFinder("ansible_collections.aifactory.topology.plugins.module_utils._providers",
-                             ast.parse(path.read_text(encoding="utf-8")), is_pkg_init=True)
+                             ast.parse(PROVIDERS_INIT.read_text(encoding="utf-8")), is_pkg_init=True)
     found = {name[-1] for name in finder.submodules if name[-2] == "_providers"}
     assert {provider.module for provider in _specs.PROVIDERS.values()} <= found
 
 
-def test_the_provider_docs_and_doc_fragment_are_generated_from_the_specs():
+def test_the_provider_docs_doc_fragment_and_provider_lists_are_generated_from_the_registry():
     tool = _load_tool()
     stale = [str(path.relative_to(REPO)) for path, text in tool.expected_files().items()
              if path.read_text(encoding="utf-8") != text]
@@ -130,6 +167,16 @@ def test_every_spec_key_is_on_its_page_and_every_table_key_is_in_the_spec():
         declared = {(section, key) for section, spec in (("params", provider.params), ("creds", provider.creds))
                     for key, _option in tool.flatten(spec)}
         assert documented == declared, name
+
+
+def test_the_cloud_table_of_the_provider_index_has_a_row_per_cloud_provider():
+    """Its columns are facts about each cloud's API, kept by hand; its rows are the providers that take instances."""
+    index = (REPO / "docs" / "providers" / "README.md").read_text(encoding="utf-8")
+    rows = index.split("\n| Provider | Page | API |")[1].split("\n\n")[0].strip().splitlines()[2:]
+    listed = [(row.split("|")[1].strip(" `"), row.split("|")[2].strip()) for row in rows]
+    clouds = [(name, f"[{provider.doc}]({provider.doc})") for name, provider in _specs.PROVIDERS.items()
+              if "instances" in provider.params]
+    assert listed == clouds
 
 
 def test_the_doc_fragment_lists_every_provider_key_and_the_name_choices():

@@ -1,10 +1,12 @@
 """_yaml.safe_load builds documents in one pass over the parser's events: the same data (or error) as
 it gave when it checked the limits and then called yaml.load with libyaml's CSafeLoader (which
-differs from the pure-Python SafeLoader on a few tagged corner cases such as a lone ``!``)."""
+differs from the pure-Python SafeLoader on a few tagged corner cases such as a lone ``!``). Its two parts are
+tested alone too: the limit checker refuses what the limits refuse, the builder gives what yaml.load gives."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import yaml
@@ -77,8 +79,9 @@ def test_models_are_built_in_the_one_pass_not_left_to_yaml_load():
     model = ("switches:\n  core: {switches: [leaf-1]}\n  leaf-1: {labels: {zone: a}}\nblocks:\n"
              "- switch: leaf-1\n  nodes: ['gb-r01-n[01-18]']\n  annotations:\n"
              "    accelerator.topology.test/domain: nvl-r01\n")
-    assert _yaml._scan(model) is not _yaml._NotBuilt  # pylint: disable=protected-access
-    assert _yaml._scan("a: !!str 5") is _yaml._NotBuilt  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    assert _yaml._build(yaml.parse(model, Loader=_yaml._LOADER)) is not _yaml._NotBuilt
+    assert _yaml._build(yaml.parse("a: !!str 5", Loader=_yaml._LOADER)) is _yaml._NotBuilt
 
 
 def test_nan_survives_the_one_pass():
@@ -95,3 +98,76 @@ def test_safe_load_without_libyaml_gives_what_the_pure_python_loader_gives(monke
         return yaml.load(document, Loader=yaml.SafeLoader)  # nosec B506 - the pure-Python safe loader
 
     assert outcome(_yaml.safe_load, text) == outcome(pure_reference, text)
+
+
+def libyaml_load(text):
+    return yaml.load(text, Loader=yaml.CSafeLoader)  # nosec B506 - a safe loader
+
+
+def built_alone(text):
+    """The builder over the parser's unchecked events; yaml.load's data for a document it leaves."""
+    data = _yaml._build(yaml.parse(text, Loader=yaml.CSafeLoader))  # pylint: disable=protected-access
+    return libyaml_load(text) if data is _yaml._NotBuilt else data  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("text", CORPUS)
+def test_the_builder_alone_gives_what_yaml_load_gives(text):
+    assert outcome(built_alone, text) == outcome(libyaml_load, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, st.sampled_from([None, True, False]))
+def test_the_builder_alone_builds_dumped_documents_as_yaml_load_does(data, flow):
+    text = yaml.safe_dump(data, default_flow_style=flow, allow_unicode=True)
+    built = _yaml._build(yaml.parse(text, Loader=yaml.CSafeLoader))  # pylint: disable=protected-access
+    assert built is not _yaml._NotBuilt  # pylint: disable=protected-access
+    assert outcome(lambda _text: built, text) == outcome(libyaml_load, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab1 :-[]{},?&*!|>'\"#\n<=~.", max_size=40))
+def test_the_builder_alone_loads_any_text_as_yaml_load_does(text):
+    assert outcome(built_alone, text) == outcome(libyaml_load, text)
+
+
+# text, max_depth, max_alias_nodes, the refusal (None: within the limits)
+LIMIT_CASES = [
+    ("[[x]]", 2, 0, None),
+    ("[[[x]]]", 2, 0, "line 1: nested more than 2 levels deep"),
+    ("a:\n  b:\n    c: d", 3, 0, None),
+    ("a:\n  b:\n    c: d", 2, 0, "line 3: nested more than 2 levels deep"),
+    ("- &a [x, y]\n- *a\n- *a", 9, 6, None),  # each alias to a 3-node list costs 3
+    ("- &a [x, y]\n- *a\n- *a", 9, 5, "line 3: aliases expand to more than 5 nodes"),
+    ("- &a [x, x]\n- &b [*a, *a]\n- *b", 9, 13, None),  # b holds 1 + 3 + 3 nodes: 6 + 7 in all
+    ("- &a [x, x]\n- &b [*a, *a]\n- *b", 9, 12, "line 3: aliases expand to more than 12 nodes"),
+    ("&r [*r, *r]", 9, 2, None),  # an alias to a collection still open costs 1
+    ("&r [*r, *r]", 9, 1, "line 1: aliases expand to more than 1 nodes"),
+    ("[*undefined]", 9, 0, "line 1: aliases expand to more than 0 nodes"),
+    ("- &s x\n- *s\n- *s", 9, 1, "line 3: aliases expand to more than 1 nodes"),
+    ("a: &a [x]\n---\nb: &a [y, z]\nc: *a", 9, 2, "line 4: aliases expand to more than 2 nodes"),  # the latest &a
+]
+
+
+@pytest.mark.parametrize("text, max_depth, max_alias_nodes, refusal", LIMIT_CASES)
+def test_the_limit_checker_alone_refuses_what_passes_a_limit(text, max_depth, max_alias_nodes, refusal):
+    if refusal is None:
+        _yaml.check_limits(text, max_depth, max_alias_nodes)
+    else:
+        with pytest.raises(_yaml.YAMLLimitError, match=re.escape(refusal)):
+            _yaml.check_limits(text, max_depth, max_alias_nodes)
+
+
+def test_the_limit_checker_passes_every_event_on_unchanged():
+    text = "a: &x {k: [1, 'two', *x]}\n---\n- !!str 3\n"
+    checked = _yaml._events_within_limits(yaml.parse(text))  # pylint: disable=protected-access
+    assert [repr(event) for event in checked] == [repr(event) for event in yaml.parse(text)]
+
+
+ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))
+
+
+@pytest.mark.parametrize("before", ["t: !!str tagged\n", "---\nfirst: document\n---\n", "m: &m {k: v}\n<<: *m\n"])
+def test_a_document_the_builder_leaves_is_still_checked_to_its_end(before):
+    with pytest.raises(_yaml.YAMLLimitError, match="aliases expand to more than 1000000 nodes"):
+        _yaml.safe_load(before + ALIAS_BOMB)

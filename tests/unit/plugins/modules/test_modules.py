@@ -7,10 +7,11 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from ansible_collections.aifactory.topology.plugins.modules import (
     slurm_conf, slurm_topology, topology_graph, topology_info)
 
-from ...conftest_paths import MODELS
+from ...conftest_paths import MODELS, REPO
 from .module_runner import run_module
 
 NVL72 = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "nvl72.yaml")}}}
@@ -115,8 +116,7 @@ def test_bad_input_fails_with_the_field_and_writes_nothing(run, tmp_path):
     dest = tmp_path / "topology.conf"
     cases = [
         (dict(BLOCK, block_sizes=[18, 54]), "block_sizes[1] = 54 must be the base size 18 times a power of two"),
-        ({"provider": {"name": "nope"}}, "value of name must be one of: simulation, inventory, infiniband, netq, aws, gcp, "
-                                         "oci, lambda, nebius, nscale, dra, node_labels, got: nope"),
+        ({"provider": {"name": "nope"}}, f"value of name must be one of: {', '.join(PROVIDERS)}, got: nope"),
         ({"model": {"format": "aifactory.topology/v1", "nodes": [{"nodes": "n[2-1]"}]}}, "model.nodes[0].nodes"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat"}}), "exactly one topology must set cluster_default"),
         (dict(NVL72, topologies={"a": {"plugin": "topology/flat", "cluster_default": True, "partiton": "x"}}),
@@ -220,3 +220,13 @@ def test_provider_warnings_reach_the_summary_and_the_warning_stream(run, module,
     provider_warnings = [text for text in result["summary"]["warnings"] if "nvidia-smi output are not in the" in text]
     assert len(provider_warnings) == 1 and "gpu9" in provider_warnings[0]
     assert result["summary"]["warnings"] == result["warnings"]
+
+
+def test_every_module_has_a_row_in_the_readme_module_table():
+    """The table's descriptions are written by hand; the modules it must list are the files in plugins/modules/."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("\n## Modules and filters\n")[1]
+    rows = [line for line in section.strip().split("\n\n")[0].splitlines() if line.startswith("|")]
+    listed = {cell[len("`aifactory.topology."):-1] for cell in (row.split("|")[1].strip() for row in rows)
+              if cell.startswith("`aifactory.topology.") and cell.endswith("`")}
+    modules = {path.stem for path in (REPO / "plugins" / "modules").glob("*.py") if path.stem != "__init__"}
+    assert modules <= listed, sorted(modules - listed)
