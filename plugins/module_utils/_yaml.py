@@ -102,7 +102,7 @@ def _build(events):
     ``_NotBuilt`` as soon as an event is one yaml.load must judge (see the module's docstring);
     the events after it are left unread.
     """
-    # pylint: disable=too-many-locals,too-many-branches
+    # pylint: disable=too-many-locals,too-many-branches,too-many-statements
     # One loop over every event of the document: its speed is the point, so it is not split.
     if _LOADER.yaml_path_resolvers:
         return _NotBuilt
