@@ -53,10 +53,10 @@ def test_report_template_and_schedule_are_created_once():
 def test_the_job_keeps_the_report_as_its_artifact(tmp_path):
     dest = tmp_path / "segment-report.html"
     (tmp_path / "job").mkdir()
-    result = ansible_runner.run(private_data_dir=str(tmp_path / "job"), project_dir=str(REPO),
-                        playbook="playbooks/segment_report.yml", inventory=str(REPO / "inventories" / "example"),
-                        extravars={"segment_report_dest": str(dest)}, ident="report", quiet=True,
-                        envvars={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"})
+    result = ansible_runner.run(
+        private_data_dir=str(tmp_path / "job"), project_dir=str(REPO), playbook="playbooks/segment_report.yml",
+        inventory=str(REPO / "inventories" / "example"), extravars={"segment_report_dest": str(dest)},
+        ident="report", quiet=True, envvars={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"})
     assert (result.status, result.rc) == ("successful", 0)
     events = job_events(Path(tmp_path / "job" / "artifacts" / "report"))
     (stats,) = [event for event in events if event["event"] == "playbook_on_stats"]

@@ -67,7 +67,7 @@ def run_job(base, ident, **isolation):
         if not isolation:
             patch.setenv("PATH", clean_env()["PATH"])
         result = ansible_runner.run(private_data_dir=str(base), playbook="playbooks/site.yml", envvars=envvars,
-                            ident=ident, quiet=True, **isolation)
+                                    ident=ident, quiet=True, **isolation)
     artifacts = base / "artifacts" / ident
     return result, artifacts
 
