@@ -87,7 +87,8 @@ def pytest_make_collect_report(collector):  # pylint: disable=unused-argument
 @pytest.fixture(scope="session")
 def segment_capacity_result():
     """A factory of fresh segment_capacity results: two racks of 4 under one leaf, a placeholder between."""
-    # pylint: disable=import-outside-toplevel  (the collection is importable only once the code above ran)
+    # The collection is importable only once the code above ran.
+    # pylint: disable=import-outside-toplevel
     from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
     from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
     from ansible_collections.aifactory.topology.plugins.module_utils._segment_capacity import fabric

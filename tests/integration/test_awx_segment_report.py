@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import ansible_runner
-import pytest
 import yaml
 
 from tests.integration import fake_awx
