@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, clip
 
 
 class InputFileError(LocalFileError):
@@ -21,8 +21,8 @@ class InputFileError(LocalFileError):
 
 def read_text(path, what, max_bytes=None):
     """The UTF-8 text of the regular file ``path``; ``what`` names the option in errors."""
-    if not isinstance(path, str) or not path:
-        raise InputFileError(f"{what} must be the path of a file")
+    if not isinstance(path, str) or not path or "\x00" in path:  # os.open raises ValueError on a NUL
+        raise InputFileError(f"{what} must be the path of a file, got {clip(path)}")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:

@@ -207,3 +207,20 @@ def test_provider_warnings_reach_the_summary_and_the_warning_stream(run, module,
     provider_warnings = [text for text in result["summary"]["warnings"] if "nvidia-smi output are not in the" in text]
     assert len(provider_warnings) == 1 and "gpu9" in provider_warnings[0]
     assert result["summary"]["warnings"] == result["warnings"]
+
+
+def test_slurm_conf_reads_the_files_slurm_conf_includes(monkeypatch, tmp_path):
+    from ansible_collections.aifactory.topology.plugins.modules import slurm_conf
+
+    (tmp_path / "switch.conf").write_text("SwitchType=switch/nvidia_imex\n")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=ai\nInclude switch.conf\n")
+    result = run_module(slurm_conf, {"path": str(conf), "settings": {"SwitchType": "switch/nvidia_imex"}},
+                        monkeypatch=monkeypatch)
+    assert not result["failed"] and not result["changed"] and not result["restart_required"], result
+    assert conf.read_text() == "ClusterName=ai\nInclude switch.conf\n"
+    (tmp_path / "switch.conf").write_text("SwitchType=switch/none\n")
+    result = run_module(slurm_conf, {"path": str(conf), "settings": {"SwitchType": "switch/nvidia_imex"}},
+                        monkeypatch=monkeypatch)
+    assert result["failed"] and "switch.conf line 1, a file" in result["msg"]
+    assert conf.read_text() == "ClusterName=ai\nInclude switch.conf\n"
