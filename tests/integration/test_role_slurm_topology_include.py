@@ -10,22 +10,11 @@ slurmctld is needed (the example only writes files).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.ansible_run import REPO, ansible_env, recap, run_playbook
+from tests.integration.test_role_slurm_topology_booleans import SEED, run_site
 
 pytestmark = pytest.mark.playbook
-
-SEED = REPO / "playbooks" / "files" / "example-slurm.conf"
-
-
-def run_site(conf_dir):
-    result = run_playbook("-i", REPO / "inventories" / "example", REPO / "playbooks" / "site.yml",
-                          "-e", json.dumps({"slurm_topology_conf_dir": str(conf_dir)}),
-                          env=ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    return result, recap(result.stdout, "localhost")
 
 
 def test_settings_in_an_included_file_count_and_a_conflict_there_is_named(tmp_path):
