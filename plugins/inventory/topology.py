@@ -19,6 +19,11 @@ description:
     switches whose group names would be the same are an error that names both.
   - Every host gets C(topology_domain), C(topology_sub_domain) and C(topology_switches) (switch names, tier 0
     first).
+  - A node whose name Ansible treats specially is not made a host, with a warning naming it; the other nodes
+    are. Such names are an IP address, a name of the controller itself (C(localhost), C(127.1)), C(all) and
+    C(ungrouped), a group name of this inventory (C(domain_rack02)), and names host patterns cannot address
+    (starting with C(~), C(!), C(&) or C(@); holding C(*), C(?) or C(:)). When every node is refused, the source
+    fails.
   - A provider that fails, or a model that is invalid, fails the inventory source with the provider's message.
     Ansible then ignores the source with a warning unless C(ANSIBLE_INVENTORY_UNPARSED_FAILED) (set by AWX
     inventory updates) or C(ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED) is true; set them so a broken source
@@ -123,7 +128,8 @@ from ansible.utils.display import Display
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._common import load_model_file
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import layout
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import (
+    GROUP_CLASH, layout, skip_message)
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
@@ -151,10 +157,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     self._cache[cache_key] = model
             topology = Topology.from_compact(model)
             groups = layout(topology, self.get_option("domain_prefix"), self.get_option("switch_prefix"),
-                            self.get_option("domain_groups"), self.get_option("switch_groups"))
+                            self.get_option("domain_groups"), self.get_option("switch_groups"),
+                            warn=lambda message: display.warning(f"{path}: {message}"))
         except AifactoryTopologyError as exc:  # bad input, an API that failed, an unreadable file
             raise AnsibleParserError(f"{path}: {exc}") from None
-        self._populate(groups)
+        self._populate(groups, path)
 
     def _discover(self, path):
         provider = self.get_option("provider")
@@ -172,7 +179,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         return _providers.discover(provider["name"], provider.get("params") or {}, provider.get("creds") or {},
                                    warn=display.warning)
 
-    def _populate(self, groups):
+    def _populate(self, groups, path):
         strict = self.get_option("strict")
         for group in groups.group_hosts:
             self.inventory.add_group(group)
@@ -186,11 +193,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for group, hosts in groups.group_hosts.items():
             for host in hosts:
                 self.inventory.add_child(group, host)
-        if not (self.get_option("compose") or self.get_option("groups") or self.get_option("keyed_groups")):
-            return  # reading every host's variables back is Ansible work per host; skip it when unused
-        for host in groups.hostvars:
-            # Constructable: compose, groups and keyed_groups see the host's variables, ours included.
-            hostvars = self.inventory.get_host(host).get_vars()
-            self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)
-            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host, strict=strict)
-            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host, strict=strict)
+        if self.get_option("compose") or self.get_option("groups") or self.get_option("keyed_groups"):
+            # Reading every host's variables back is Ansible work per host: only when they are used.
+            for host in groups.hostvars:
+                # Constructable: compose, groups and keyed_groups see the host's variables, ours included.
+                hostvars = self.inventory.get_host(host).get_vars()
+                self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)
+                self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host, strict=strict)
+                self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host, strict=strict)
+        # layout() knew only its own groups; those of groups, keyed_groups and earlier sources are
+        # known now. A host with a group's name goes, as in layout().
+        for host in [host for host in groups.hostvars if host in self.inventory.groups]:
+            self.inventory.remove_host(self.inventory.get_host(host))
+            display.warning(f"{path}: {skip_message(host, GROUP_CLASH)}")

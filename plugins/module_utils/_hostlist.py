@@ -241,4 +241,4 @@ _NATURAL = re.compile(r"(\d+)")
 
 def natural_key(name: str) -> tuple:
     """Sort key that orders ``rack2`` before ``rack10``."""
-    return tuple((0, int(part), part) if part.isdigit() else (1, 0, part) for part in _NATURAL.split(name))
+    return tuple((0, int(part), part) if part.isdecimal() else (1, 0, part) for part in _NATURAL.split(name))

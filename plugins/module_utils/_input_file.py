@@ -14,7 +14,7 @@ import os
 import stat
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, clip
 
 
 class InputFileError(LocalFileError):
@@ -27,8 +27,8 @@ def read_text(path, what, path_is_secret=False, max_bytes=None):
     ``path_is_secret``: a credential's path, left out of messages (creds values never reach one).
     ``max_bytes``: a file that holds more is refused (sysfs values, whose size says nothing).
     """
-    if not isinstance(path, str) or not path:
-        raise InputFileError(f"{what} must be the path of a file")
+    if not isinstance(path, str) or not path or "\x00" in path:  # os.open raises ValueError on a NUL
+        raise InputFileError(f"{what} must be the path of a file" + ("" if path_is_secret else f", got {clip(path)}"))
     shown = what if path_is_secret else f"{what} {path!r}"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))

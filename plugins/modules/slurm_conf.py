@@ -14,6 +14,10 @@ description:
   - Reports whether the change needs the Slurm daemons restarted (C(SwitchType), C(SwitchParameters))
     or only C(scontrol reconfigure), which applies everything else since Slurm 23.11.
   - Never writes an empty value (an empty C(Topology=) once made slurmd swallow the next option).
+  - Reads the file as Slurm does, lines ending at a newline only, and follows C(Include) (a relative path is
+    relative to the directory of O(path); C(%c) is the cluster name). A setting or partition an included file
+    already holds as wanted is left there; one that would have to change there fails, naming the file and line,
+    before anything is written, since only O(path) is edited.
 author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
@@ -115,7 +119,7 @@ def main():
         if current is None:
             raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
         content, settings, partitions = _slurm_conf.apply(current, module.params["settings"],
-                                                          module.params["partitions"])
+                                                          module.params["partitions"], path=path)
         result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
                              current=current)
     except AifactoryTopologyError as exc:

@@ -140,6 +140,35 @@ def test_colliding_group_names_fail_naming_both(tmp_path):
     assert "domain 'nvl-r01' and domain 'nvl.r01' both become group 'domain_nvl_r01'" in result.stderr
 
 
+SPECIAL_NAMES = ["127.0.0.1", "localhost", "all", "ungrouped", "domain_rack02", "leaf_rack02"]
+
+
+def test_nodes_ansible_treats_specially_are_skipped_each_with_a_warning(tmp_path):
+    """An HCA described ``127.0.0.1 mlx5_5``, a node named like a group or like Ansible's own groups:
+    the rest of the rack is the inventory, and each skipped node is named once."""
+    model = {"format": "aifactory.topology/v1", "switches": {"rack02": None},
+             "nodes": [{"nodes": ["gb200-r02-n01", "gb200-r02-n02", *SPECIAL_NAMES], "switch": "rack02",
+                        "domain": "rack02"}]}
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    source = write_source(tmp_path / "cluster.topology.yml", model_path="model.json",
+                          keyed_groups=[{"key": "topology_switches[0]", "prefix": "leaf"}])
+    result = inventory(source, "--list", env=FATAL)
+    assert result.returncode == 0, result.stderr
+    data = plain(json.loads(result.stdout))
+    assert sorted(data["_meta"]["hostvars"]) == ["gb200-r02-n01", "gb200-r02-n02"]
+    assert members(data, "domain_rack02") == ["gb200-r02-n01", "gb200-r02-n02"]
+    assert members(data, "leaf_rack02") == ["gb200-r02-n01", "gb200-r02-n02"]  # a keyed group, not the node
+    warnings = " ".join(result.stderr.split())  # Ansible wraps long warnings
+    for name in SPECIAL_NAMES:
+        assert warnings.count(f"node '{name}' is not made a host: its name ") == 1, (name, result.stderr)
+    assert "Unexpected Exception" not in result.stderr
+    # Every node refused: the inventory would be empty, so the source fails.
+    model["nodes"][0]["nodes"] = ["127.0.0.1", "all"]
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    refused = inventory(source, "--list", env=FATAL)
+    assert refused.returncode != 0 and "every node (2) has a name Ansible treats specially" in refused.stderr
+
+
 def test_source_needs_exactly_one_input(tmp_path):
     both = write_source(tmp_path / "both.topology.yml", model_path="x.json", provider={"name": "simulation"})
     result = inventory(both, "--list", env=FATAL)

@@ -101,7 +101,8 @@ def roll(cluster, *extra, **variables):
 def states(ctld):
     """node -> (state, reason) as sinfo shows them."""
     lines = ctld.run("sinfo", "--noheader", "--Node", "--format", "%N|%T|%E").stdout.splitlines()
-    return {name: (state, reason) for name, state, reason in (line.split("|") for line in lines)}
+    # The reason last, split off by position: it may hold "|" (these node names do not).
+    return {name: (state, reason) for name, state, reason in (line.split("|", 2) for line in lines)}
 
 
 def service(snapshot):
@@ -113,7 +114,7 @@ def service(snapshot):
 def seen(cluster, node):
     """What sinfo said about every node while ``node`` was maintained."""
     text = (cluster / "markers" / node).read_text()
-    return {name: state for name, state, _reason in (line.split("|") for line in text.splitlines())}
+    return {name: state for name, state, _reason in (line.split("|", 2) for line in text.splitlines())}
 
 
 def rack_states(snapshot, rack):
@@ -183,3 +184,44 @@ def test_jobs_on_a_rack_are_found_by_the_wait(ctld, cluster):
     assert f"rack01: would wait for jobs {job}" in result.stdout
     assert service(states(ctld)) == before
     assert ctld.run("squeue", "--noheader", "--format", "%i %T").stdout.split() == [job, "CONFIGURING"]
+
+
+def test_a_drain_reason_with_a_pipe_is_the_rollouts_own_on_the_rerun(ctld, cluster):
+    """sinfo's `%N|%T|%E` lines split such a reason: the rerun took its own nodes for held ones."""
+    reason = "firmware | 2026.11 | batch 2"
+    stopped = roll(cluster, fail_on="gb200-r02-n02", rack_rolling_reason=reason)
+    assert stopped.returncode != 0 and "rack02: maintenance failed on gb200-r02-n02" in stopped.stdout
+    assert {states(ctld)[node] for node in RACKS["rack02"]} == {("drained~", reason)}
+    rerun = roll(cluster, rack_rolling_reason=reason, rack_rolling_racks=["rack02"])
+    assert rerun.returncode == 0, rerun.stdout[-5000:]
+    assert "rack02: resumed gb200-r02-n[01-03]" in rerun.stdout and "left drained" not in rerun.stdout
+    assert {states(ctld)[node][0] for node in RACKS["rack02"]} == {"idle~"}
+
+
+@pytest.mark.parametrize("variables, message", [
+    ({"rack_rolling_poll_interval": 0}, "rack_rolling_poll_interval must be a whole number of seconds, at least 1; got 0"),
+    ({"rack_rolling_job_timeout": "1h"},
+     "argument 'rack_rolling_job_timeout' is of type str and we were unable to convert to int"),
+    ({"rack_rolling_reconnect_timeout": -5}, "rack_rolling_reconnect_timeout must be a whole number of seconds, at least 1"),
+    ({"rack_rolling_racks": "rack02,rack02"}, 'rack_rolling_racks must name each rack once, got ["rack02", "rack02"]'),
+    ({"rack_rolling_reason": "two\nlines"}, "rack_rolling_reason must be one line of text"),
+    ({"rack_rolling_tasks": "maintain.yml"}, "rack_rolling_tasks must name the maintenance task file by its absolute path"),
+], ids=["poll-0", "job-1h", "reconnect-negative", "racks-twice", "reason-two-lines", "tasks-relative"])
+def test_every_variable_is_checked_before_the_first_drain(ctld, cluster, variables, message):
+    before = service(states(ctld))
+    result = roll(cluster, **variables)
+    assert result.returncode != 0
+    assert message in result.stdout, result.stdout[-4000:]
+    assert "PLAY [Maintain one rack at a time]" not in result.stdout  # nothing after the checks ran
+    assert service(states(ctld)) == before
+    assert not list((cluster / "markers").iterdir())
+
+
+def test_values_given_as_text_are_read_as_their_types(ctld, cluster):
+    before = states(ctld)
+    result = roll(cluster, "--check", rack_rolling_racks="rack03,rack01", rack_rolling_job_timeout="60",
+                  rack_rolling_poll_interval="1", rack_rolling_resume_timeout="30")
+    assert result.returncode == 0, result.stdout[-5000:]
+    assert "2 racks, one at a time: rack03 -> rack01" in result.stdout
+    assert "rack03: drain gb200-r03-n[01-03] (reason 'firmware 2026.11'), wait up to 60 s" in result.stdout
+    assert states(ctld) == before

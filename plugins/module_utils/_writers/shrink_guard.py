@@ -13,6 +13,7 @@ import math
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_lines as slurm_lines
 from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
@@ -76,15 +77,20 @@ def _shown(hostlist_text, width=200):
     return hostlist_text if len(hostlist_text) <= width else f"{hostlist_text[:width]}... ({len(hostlist_text)} characters)"
 
 
-_CONF_NODES = re.compile(r"(?i)\bNodes=(\S+)")
-_CONF_LINE = re.compile(r"(?i)^\s*(SwitchName|BlockName|BlockSizes)\s*=")
+_CONF_RECORDS = frozenset({"switchname", "blockname", "blocksizes"})
+
+
+def _conf_lines(text):
+    """topology.conf's lines as Slurm reads them (lines end at \\n only; comments, continuations)."""
+    return slurm_lines.logical_lines(slurm_lines.physical_lines(text))
 
 
 def _is_topology_conf(text):
     """topology.conf records are Key=Value lines; anything else is taken for topology.yaml."""
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            return bool(_CONF_LINE.match(line))
+    for line in _conf_lines(text):
+        if line.text.strip(slurm_lines.SPACE):
+            pairs = slurm_lines.key_values(line.text)
+            return bool(pairs) and pairs[0][0].lower() in _CONF_RECORDS
     return True
 
 
@@ -197,11 +203,10 @@ def _read_nodes(text):
 
 def _conf_nodes(text):
     names = set()
-    for line in text.splitlines():
-        if line.lstrip().startswith("#"):
-            continue
-        for match in _CONF_NODES.finditer(line):
-            names.update(hostlist.expand(match.group(1)))
+    for line in _conf_lines(text):
+        for key, value in slurm_lines.key_values(line.text):
+            if key.lower() == "nodes":
+                names.update(hostlist.expand(value))
     return names
 
 

@@ -88,3 +88,67 @@ def test_topograph_model_hosts_switch_paths_tier_0_first():
     assert result.hostvars["1202"]["topology_switches"] == ["sw12", "sw21", "sw3"]
     assert result.group_children["switch_sw3"] == ["switch_sw21", "switch_sw22"]
     assert result.group_hosts["domain_nvl2"] == ["1201", "1202"]
+
+
+def _nodes(*names, domain="rack02"):
+    topo = Topology()
+    topo.add_switch("leaf")
+    for name in names:
+        topo.add_node(name, "leaf", domain)
+    return topo.validate()
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("127.0.0.1", "is an IP address (the controller itself), not a host name"),
+    ("::1", "is an IP address (the controller itself)"),
+    ("10.0.0.5", "is an IP address, not a host name"),
+    ("fe80::1%eth0", "is an IP address, not a host name"),
+    ("localhost", "names the controller itself (a localhost name)"),
+    ("LocalHost.", "names the controller itself (a localhost name)"),
+    ("gpu.localhost", "names the controller itself (a localhost name)"),
+    ("ip6-loopback", "names the controller itself (a localhost name)"),
+    ("127.1", "names the controller itself (the resolver reads it as 127.0.0.1)"),
+    ("0x7f000001", "names the controller itself (the resolver reads it as 127.0.0.1)"),
+    ("0", "names the controller itself (the resolver reads it as 0.0.0.0)"),
+    ("all", "is the name of Ansible's own group 'all'"),
+    ("ungrouped", "is the name of Ansible's own group 'ungrouped'"),
+    ("domain_rack02", "is the name of a group of this inventory too"),
+    ("switch_leaf", "is the name of a group of this inventory too"),
+    ("~gb200.*", "cannot be named in a host pattern"),
+    ("!gpu01", "cannot be named in a host pattern"),
+    ("&gpu01", "cannot be named in a host pattern"),
+    ("@hosts.txt", "cannot be named in a host pattern"),
+    ("gpu*", "cannot be named in a host pattern"),
+    ("gpu?", "cannot be named in a host pattern"),
+    ("gpu:22", "cannot be named in a host pattern"),
+])
+def test_a_node_ansible_treats_specially_is_skipped_with_a_warning_naming_it(name, reason):
+    warnings = []
+    result = layout(_nodes("gb200-r02-n01", name), warn=warnings.append)
+    assert sorted(result.hostvars) == ["gb200-r02-n01"]
+    assert result.group_hosts["domain_rack02"] == ["gb200-r02-n01"] == result.group_hosts["switch_leaf"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"node {name!r} is not made a host: its name {reason}")
+
+
+@pytest.mark.parametrize("name", ["1201", "gb200-r01-n01", "node.cluster.example", "localhost-gpu01", "127.0.0.1x",
+                                  "999.1.1.1", "domain_rack03", "all-gpus", "a!b", "10.0.0"])
+def test_names_that_are_hosts_stay_hosts(name):
+    warnings = []
+    assert name in layout(_nodes(name), warn=warnings.append).hostvars and warnings == []
+
+
+def test_a_group_name_is_refused_only_when_that_group_is_made():
+    assert "domain_rack02" in layout(_nodes("domain_rack02", "a"), domain_groups=False).hostvars
+
+
+def test_only_a_topology_whose_every_node_is_refused_fails():
+    with pytest.raises(TopologyError, match=r"every node \(2\) has a name Ansible treats specially.*'127.0.0.1', is an IP"):
+        layout(_nodes("127.0.0.1", "all"))
+
+
+def test_many_refused_nodes_give_bounded_warnings():
+    warnings = []
+    names = [f"10.0.0.{n}" for n in range(1, 31)] + ["~" + "x" * 250]
+    layout(_nodes("good", *names), warn=warnings.append)
+    assert len(warnings) == 21 and "11 more nodes are not made hosts for such names: " in warnings[-1]
+    assert max(len(message) for message in warnings) < 600

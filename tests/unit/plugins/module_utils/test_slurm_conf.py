@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import (
-    MANAGED_MARKER, apply, restart_settings)
+    MANAGED_MARKER, MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES, apply, restart_settings)
+from tests.slurm_conf_settings import current_settings
 
 BASE = """# site slurm.conf
 ClusterName=ai
@@ -85,3 +88,130 @@ def test_numbers_and_booleans_are_written_as_slurm_conf_spells_them():
 def test_bad_input_names_the_field(settings, partitions, message):
     with pytest.raises(TopologyError, match=message):
         apply(BASE, settings, partitions)
+
+
+# -- lines as Slurm reads them (src/common/parse_config.c) -------------------------------------
+
+@pytest.mark.parametrize("breaker", ["\x0c", "\r", "\u2028", "\x85", "\x0b", "\x1c", "\u2029"])
+def test_a_commented_out_line_stays_a_comment_whatever_character_is_in_it(breaker):
+    # str.splitlines() split these comments in two and wrote the second half back as a live line.
+    old = f"#{breaker}PartitionName=old Nodes=gb200-r01-n01 Default=YES\n"
+    text, settings, partitions = apply(old + BASE, {"SwitchType": "switch/nvidia_imex"}, {"gpu": {"Topology": "nvl72"}})
+    assert text.startswith(old)
+    assert text.split("\n")[0] == old[:-1]
+    assert not any(line.startswith("PartitionName=old") for line in text.split("\n"))
+    assert settings == ["SwitchType"] and partitions == ["gpu"]
+    assert "partitionname" not in current_settings(old)
+
+
+def test_a_setting_after_a_form_feed_in_a_comment_is_not_read():
+    assert current_settings("# was: \x0cSwitchType=switch/none\nClusterName=ai\n") == {"clustername": "ai"}
+    text, settings, _p = apply("# was: \x0cSwitchType=switch/none\n", {"SwitchType": "switch/none"})
+    assert settings == ["SwitchType"] and text.endswith(f"{MANAGED_MARKER}\nSwitchType=switch/none\n")
+
+
+def test_continued_lines_are_one_setting_and_one_partition():
+    text = ("SwitchType=switch/\\\nnvidia_imex\n"
+            "PartitionName=gpu Nodes=gb200-r01-n[01-18] \\\n    Default=YES # the GPUs\n")
+    assert current_settings(text) == {"switchtype": "switch/nvidia_imex"}
+    same, settings, partitions = apply(text, {"SwitchType": "switch/nvidia_imex"}, {"gpu": {"Default": "YES"}})
+    assert same == text and settings == [] and partitions == []
+    edited, _s, partitions = apply(text, {}, {"gpu": {"Topology": "nvl72"}})
+    assert edited.split("\n")[2] == "PartitionName=gpu Nodes=gb200-r01-n[01-18] Default=YES Topology=nvl72 # the GPUs"
+    assert partitions == ["gpu"] and edited.count("\n") == 3
+
+
+def test_escaped_hashes_and_quoted_values_keep_their_meaning_when_a_partition_is_edited():
+    text = 'PartitionName=gpu Nodes=n1 Note="two words" Tag=a\\#b # comment\n'
+    edited, _s, partitions = apply(text, {}, {"gpu": {"Topology": "nvl72"}})
+    assert edited == 'PartitionName=gpu Nodes=n1 Note="two words" Tag=a\\#b Topology=nvl72 # comment\n'
+    assert partitions == ["gpu"]
+    assert apply(edited, {}, {"gpu": {"Topology": "nvl72"}}) == (edited, [], [])  # read back as written
+
+
+def test_a_file_with_crlf_and_no_final_newline_is_read_and_kept():
+    text = "ClusterName=ai\r\nSwitchType=switch/nvidia_imex\r\nPartitionName=gpu Nodes=n1\r"
+    assert current_settings(text) == {"clustername": "ai", "switchtype": "switch/nvidia_imex"}
+    same, settings, partitions = apply(text, {"SwitchType": "switch/nvidia_imex"}, {"gpu": {"Nodes": "n1"}})
+    assert same == text + "\n" and settings == [] and partitions == []
+    assert apply("", {}, {}) == ("", [], [])
+
+
+# -- Include ----------------------------------------------------------------------------------
+
+IMEX = {"SwitchType": "switch/nvidia_imex", "SwitchParameters": "imex_channel_count=2048"}
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_settings_an_included_file_holds_count_and_need_no_restart(tmp_path):
+    write(tmp_path / "switch.conf", "SwitchType=switch/nvidia_imex\nSwitchParameters=imex_channel_count=2048\n")
+    conf = write(tmp_path / "slurm.conf", "ClusterName=ai\nInclude switch.conf\n")
+    text, settings, partitions = apply(conf.read_text(), IMEX, {}, path=str(conf))
+    assert text == conf.read_text() and settings == [] and restart_settings(settings) == []
+    assert current_settings(conf.read_text(), path=str(conf))["switchtype"] == "switch/nvidia_imex"
+
+
+def test_a_setting_that_would_change_in_an_included_file_is_an_error_naming_it(tmp_path):
+    write(tmp_path / "switch.conf", "# the site's\nSwitchType=switch/none\n")
+    conf = write(tmp_path / "slurm.conf", "include switch.conf\n")
+    with pytest.raises(TopologyError, match=r"SwitchType is 'switch/none' in .*switch.conf line 2, a file .*slurm.conf "
+                                            r"includes; this module edits only .*slurm.conf: set it to 'switch/nvidia_imex'"):
+        apply(conf.read_text(), IMEX, {}, path=str(conf))
+    with pytest.raises(TopologyError, match="remove it there"):
+        apply(conf.read_text(), {"SwitchType": None}, {}, path=str(conf))
+
+
+def test_partitions_in_included_files_count(tmp_path):
+    write(tmp_path / "parts.conf", "PartitionName=admin Nodes=ALL Hidden=YES State=UP\n")
+    conf = write(tmp_path / "slurm.conf", "Include parts.conf\n")
+    text, _s, partitions = apply(conf.read_text(), {}, {"admin": {"Nodes": "ALL", "Hidden": "YES"}}, path=str(conf))
+    assert text == conf.read_text() and partitions == []  # not added a second time
+    with pytest.raises(TopologyError, match=r"partition 'admin' is defined in .*parts.conf line 1.*change it there"):
+        apply(conf.read_text(), {}, {"admin": {"Nodes": "ALL", "Topology": "admin"}}, path=str(conf))
+
+
+def test_include_follows_slurms_rules(tmp_path):
+    (tmp_path / "sub").mkdir()
+    # Nested and relative: relative to the directory of slurm.conf, not of the including file.
+    write(tmp_path / "sub" / "ai.conf", "Include sub/switch.conf\n")
+    write(tmp_path / "sub" / "switch.conf", "SwitchType=switch/nvidia_imex\n")
+    conf = write(tmp_path / "slurm.conf", f"ClusterName=AI\nINCLUDE   {tmp_path}/sub/%c.conf   # by cluster\n"
+                                           "  Include sub/ignored.conf\n")  # Slurm: not an Include (a parse error)
+    assert current_settings(conf.read_text(), path=str(conf))["switchtype"] == "switch/nvidia_imex"
+    # The last value read wins, in reading order: a line after the Include overrides it.
+    conf.write_text(conf.read_text() + "SwitchType=switch/none\n")
+    assert current_settings(conf.read_text(), path=str(conf))["switchtype"] == "switch/none"
+
+
+@pytest.mark.parametrize("line, message", [
+    ("Include missing.conf", r"'missing.conf': .*missing.conf': No such file or directory"),
+    ("Include conf.d/*.conf", r"Slurm does not expand '\*' in Include"),
+    ("Include %c.conf", "%c stands for ClusterName, which is not set before this line"),
+    ("Include self.conf", "the file includes itself"),
+    ("Include fifo", "is not a regular file \\(a FIFO\\)"),
+    ("Include a\\\x00b", "must be the path of a file"),
+])
+def test_an_include_slurm_cannot_read_is_an_error_naming_the_line(tmp_path, line, message):
+    os.mkfifo(tmp_path / "fifo")
+    write(tmp_path / "self.conf", "Include self.conf\n")
+    conf = write(tmp_path / "slurm.conf", f"ClusterName=ai\n\n{line}\n".replace("ClusterName=ai\n", "", "%c" in line))
+    # The message names the line of the Include (self.conf's own, for the loop) and what is wrong.
+    with pytest.raises(AifactoryTopologyError, match=f"(slurm|self).conf line [123]: Include .*{message}"):
+        apply(conf.read_text(), IMEX, {}, path=str(conf))
+
+
+def test_includes_are_bounded_in_depth_and_count(tmp_path):
+    for depth in range(MAX_INCLUDE_DEPTH + 1):
+        write(tmp_path / f"level{depth}.conf", f"Include level{depth + 1}.conf\n")
+    write(tmp_path / f"level{MAX_INCLUDE_DEPTH + 1}.conf", "ClusterName=deep\n")
+    conf = write(tmp_path / "slurm.conf", "Include level0.conf\n")
+    with pytest.raises(TopologyError, match=f"includes nest more than {MAX_INCLUDE_DEPTH} deep"):
+        current_settings(conf.read_text(), path=str(conf))
+    write(tmp_path / "empty.conf", "")
+    conf.write_text("Include empty.conf\n" * (MAX_INCLUDED_FILES + 1))
+    with pytest.raises(TopologyError, match=f"line {MAX_INCLUDED_FILES + 1}: .*more than {MAX_INCLUDED_FILES} included"):
+        current_settings(conf.read_text(), path=str(conf))

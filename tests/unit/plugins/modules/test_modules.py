@@ -230,3 +230,20 @@ def test_every_module_has_a_row_in_the_readme_module_table():
               if cell.startswith("`aifactory.topology.") and cell.endswith("`")}
     modules = {path.stem for path in (REPO / "plugins" / "modules").glob("*.py") if path.stem != "__init__"}
     assert modules <= listed, sorted(modules - listed)
+
+
+def test_slurm_conf_reads_the_files_slurm_conf_includes(monkeypatch, tmp_path):
+    from ansible_collections.aifactory.topology.plugins.modules import slurm_conf
+
+    (tmp_path / "switch.conf").write_text("SwitchType=switch/nvidia_imex\n")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=ai\nInclude switch.conf\n")
+    result = run_module(slurm_conf, {"path": str(conf), "settings": {"SwitchType": "switch/nvidia_imex"}},
+                        monkeypatch=monkeypatch)
+    assert not result["failed"] and not result["changed"] and not result["restart_required"], result
+    assert conf.read_text() == "ClusterName=ai\nInclude switch.conf\n"
+    (tmp_path / "switch.conf").write_text("SwitchType=switch/none\n")
+    result = run_module(slurm_conf, {"path": str(conf), "settings": {"SwitchType": "switch/nvidia_imex"}},
+                        monkeypatch=monkeypatch)
+    assert result["failed"] and "switch.conf line 1, a file" in result["msg"]
+    assert conf.read_text() == "ClusterName=ai\nInclude switch.conf\n"
