@@ -158,8 +158,9 @@ def test_include_follows_slurms_rules(tmp_path):
     # Nested and relative: relative to the directory of slurm.conf, not of the including file.
     write(tmp_path / "sub" / "ai.conf", "Include sub/switch.conf\n")
     write(tmp_path / "sub" / "switch.conf", "SwitchType=switch/nvidia_imex\n")
-    conf = write(tmp_path / "slurm.conf", f"ClusterName=AI\nINCLUDE   {tmp_path}/sub/%c.conf   # by cluster\n"
-                                           "  Include sub/ignored.conf\n")  # Slurm: not an Include (a parse error)
+    # A leading blank makes "  Include" no Include for Slurm (a parse error): it is not followed.
+    text = f"ClusterName=AI\nINCLUDE   {tmp_path}/sub/%c.conf   # by cluster\n  Include sub/ignored.conf\n"
+    conf = write(tmp_path / "slurm.conf", text)
     assert current_settings(conf.read_text(), path=str(conf))["switchtype"] == "switch/nvidia_imex"
     # The last value read wins, in reading order: a line after the Include overrides it.
     conf.write_text(conf.read_text() + "SwitchType=switch/none\n")
