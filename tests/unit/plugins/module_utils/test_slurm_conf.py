@@ -77,7 +77,7 @@ def test_a_commented_out_line_stays_a_comment_whatever_character_is_in_it(breake
     old = f"#{breaker}PartitionName=old Nodes=gb200-r01-n01 Default=YES\n"
     text, settings, partitions = apply(old + BASE, {"SwitchType": "switch/nvidia_imex"}, {"gpu": {"Topology": "nvl72"}})
     assert text.startswith(old)
-    assert text.split("\n")[0] == old[:-1]
+    assert text.split("\n", maxsplit=1)[0] == old[:-1]
     assert not any(line.startswith("PartitionName=old") for line in text.split("\n"))
     assert settings == ["SwitchType"] and partitions == ["gpu"]
     assert "partitionname" not in current_settings(old)
