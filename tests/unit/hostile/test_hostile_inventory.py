@@ -74,8 +74,8 @@ def test_an_hca_described_as_the_controller_address_is_no_host():
 
     text = (FIXTURES / "ibnetdiscover-example.out").read_text()
     assert '# "a08-p1-dgx-04-c17 mlx5_5"' in text
-    topo = discover("infiniband", {"ibnetdiscover": {"n1": text.replace('# "a08-p1-dgx-04-c17 mlx5_5"',
-                                                                         '# "127.0.0.1 mlx5_5"')}})
+    hostile = text.replace('# "a08-p1-dgx-04-c17 mlx5_5"', '# "127.0.0.1 mlx5_5"')
+    topo = discover("infiniband", {"ibnetdiscover": {"n1": hostile}})
     assert "127.0.0.1" in topo.nodes  # a valid Slurm node name: the model keeps it
     warnings = []
     groups = layout(topo, warn=warnings.append)

@@ -50,7 +50,7 @@ def test_a_comment_holds_no_setting_whatever_characters_it_has(comment):
     text = f"#{comment}\nClusterName=ai\n"
     assert current_settings(text) == {"clustername": "ai"}
     new_text, settings_changed, _p = apply(text, {"ClusterName": "ai", "SwitchType": "switch/nvidia_imex"})
-    assert new_text.split("\n")[0] == f"#{comment}"
+    assert new_text.split("\n", maxsplit=1)[0] == f"#{comment}"
     assert settings_changed == ["SwitchType"]
     assert current_settings(new_text) == {"clustername": "ai", "switchtype": "switch/nvidia_imex"}
 

@@ -98,7 +98,7 @@ def test_a_commented_out_line_stays_a_comment_whatever_character_is_in_it(breake
     old = f"#{breaker}PartitionName=old Nodes=gb200-r01-n01 Default=YES\n"
     text, settings, partitions = apply(old + BASE, {"SwitchType": "switch/nvidia_imex"}, {"gpu": {"Topology": "nvl72"}})
     assert text.startswith(old)
-    assert text.split("\n")[0] == old[:-1]
+    assert text.split("\n", maxsplit=1)[0] == old[:-1]
     assert not any(line.startswith("PartitionName=old") for line in text.split("\n"))
     assert settings == ["SwitchType"] and partitions == ["gpu"]
     assert "partitionname" not in current_settings(old)
@@ -179,8 +179,9 @@ def test_include_follows_slurms_rules(tmp_path):
     # Nested and relative: relative to the directory of slurm.conf, not of the including file.
     write(tmp_path / "sub" / "ai.conf", "Include sub/switch.conf\n")
     write(tmp_path / "sub" / "switch.conf", "SwitchType=switch/nvidia_imex\n")
-    conf = write(tmp_path / "slurm.conf", f"ClusterName=AI\nINCLUDE   {tmp_path}/sub/%c.conf   # by cluster\n"
-                                           "  Include sub/ignored.conf\n")  # Slurm: not an Include (a parse error)
+    # A leading blank makes "  Include" no Include for Slurm (a parse error): it is not followed.
+    text = f"ClusterName=AI\nINCLUDE   {tmp_path}/sub/%c.conf   # by cluster\n  Include sub/ignored.conf\n"
+    conf = write(tmp_path / "slurm.conf", text)
     assert current_settings(conf.read_text(), path=str(conf))["switchtype"] == "switch/nvidia_imex"
     # The last value read wins, in reading order: a line after the Include overrides it.
     conf.write_text(conf.read_text() + "SwitchType=switch/none\n")
