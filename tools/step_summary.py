@@ -19,7 +19,7 @@ from pathlib import Path
 PYTEST_LINE = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+) in [0-9.]+s")
 COUNT = re.compile(r"(\d+) ([a-z]+)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-SANITY_TEST = re.compile(r"^Running sanity test '([^']+)'")
+SANITY_TEST = re.compile(r"""^Running sanity test ["']([^"']+)["']""")
 # What pytest calls its outcomes, by the summary's name for them.
 OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 

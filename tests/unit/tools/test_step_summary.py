@@ -31,7 +31,7 @@ def test_compat_adds_up_each_release_and_counts_its_sanity_tests():
     log = lines("""
 ==> compat: ansible-core 2.17.14: units
 745 passed in 40.0s
-Running sanity test 'pep8'
+Running sanity test "pep8"
 Running sanity test 'pylint'
 ==> compat: ansible-core 2.18.9: units
 744 passed, 1 skipped in 41.0s

@@ -57,14 +57,19 @@ def test_list_elements_are_converted_as_the_spec_says():
     assert typed("block_sizes", ["18", 36]) == [18, 36]
 
 
+# How Ansible's validator names a type: ``str`` since ansible-core 2.19, ``<class 'str'>`` before.
+TYPE = "(?:<class ')?%s(?:'>)?"
+
+
 @pytest.mark.parametrize("name, value, message", [
     ("block_sizes", "18,x", "Elements value for option 'slurm_topology_block_sizes'.*unable to convert to int"),
     ("partitions", "{gpu: [", "slurm_topology_partitions: '{gpu: \\[' starts like a dict but is not JSON or YAML"),
-    ("partitions", "[gpu]", "argument 'slurm_topology_partitions' is of type str and we were unable to convert to dict"),
+    ("partitions", "[gpu]", f"argument 'slurm_topology_partitions' is of type {TYPE % 'str'} and we were unable to "
+     "convert to dict"),
     ("admin_allow_groups", '["wheel"', "slurm_topology_admin_allow_groups: .* starts like a list but is not JSON"),
     ("admin_allow_groups", "[1, [2]]", "slurm_topology_admin_allow_groups\\[1\\] must be a string, got <list>"),
-    ("admin_allow_groups", {"a": 1}, "argument 'slurm_topology_admin_allow_groups' is of type dict"),
-    ("model", "[]", "argument 'slurm_topology_model' is of type str and we were unable to convert to dict"),
+    ("admin_allow_groups", {"a": 1}, f"argument 'slurm_topology_admin_allow_groups' is of type {TYPE % 'dict'}"),
+    ("model", "[]", f"argument 'slurm_topology_model' is of type {TYPE % 'str'} and we were unable to convert to dict"),
 ])
 def test_anything_else_is_an_error_naming_the_variable(name, value, message):
     with pytest.raises(AnsibleFilterError, match=message):
