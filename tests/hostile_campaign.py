@@ -146,8 +146,12 @@ def run_in_child(script, name, limit):
     """Run case ``name`` as ``python script --case NAME`` and judge it; killed after ``limit`` seconds."""
     hostile = CASES[name]
     started = time.monotonic()
+    # env= a private copy: without it the vfork'ed child reads the process's environ array,
+    # which pytest reallocates from the main thread (PYTEST_CURRENT_TEST is set and removed
+    # around every test) while this pool thread spawns; execve then fails with EFAULT.
     proc = _MeasuredPopen([sys.executable, str(script), "--case", name], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, start_new_session=True)
+                          stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          env=dict(os.environ))
     try:
         stdout, stderr = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
