@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's exceptions: one base, four kinds a caller can tell apart.
+"""The collection's exceptions: one base, four kinds a caller can tell apart (and two of one node).
 
 Modules catch ``AifactoryTopologyError`` and fail with its message; code that must react to one
 kind (a remote failure that only warns, say) catches that kind alone.
@@ -15,6 +15,16 @@ class AifactoryTopologyError(Exception):
 
 class TopologyError(AifactoryTopologyError, ValueError):
     """Invalid input; the message names the offending switch, node, domain, field or line."""
+
+
+class NodeDataError(TopologyError):
+    """Data about one node is unusable (a name the rule refuses, GPUs in two cliques, a malformed
+    per-instance record): the node is quarantined, the run goes on (``invalid_nodes: fail`` makes it fatal)."""
+
+
+class NodeUnhealthy(NodeDataError):
+    """One node is valid but unhealthy (its NVLink fabric registration incomplete or degraded): quarantined,
+    and the only kind the opt-in drain or taint acts on."""
 
 
 class RemoteAPIError(AifactoryTopologyError):

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    NodeDataError,
+    NodeUnhealthy,
+    TopologyError,
+    clip,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._model import name_problem
 
 QUERY = "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader"
@@ -33,15 +38,15 @@ def node_domain(node, text):
             continue
         fields = [field.strip() for field in line.split(",")]
         if len(fields) != 2:
-            raise TopologyError(f"nvidia-smi output of {node}, row {number}: expected 'clusterUuid, cliqueId', "
+            raise NodeDataError(f"nvidia-smi output of {node}, row {number}: expected 'clusterUuid, cliqueId', "
                                 f"got {clip(line.strip())} (run: {QUERY})")
         uuid, clique = fields
         for value, what in ((uuid, "fabric.clusterUuid"), (clique, "fabric.cliqueId")):
             if value.lower() in _UNAVAILABLE:
-                raise TopologyError(f"nvidia-smi output of {node}, row {number}: {what} is {value or 'empty'!r}; "
+                raise NodeUnhealthy(f"nvidia-smi output of {node}, row {number}: {what} is {value or 'empty'!r}; "
                                     "the GPU is not in an NVLink fabric (is nvidia-imex / the fabric manager running?)")
         if uuid == _UNREGISTERED_UUID:
-            raise TopologyError(f"nvidia-smi output of {node}, row {number}: the cluster UUID is all zeros; "
+            raise NodeUnhealthy(f"nvidia-smi output of {node}, row {number}: the cluster UUID is all zeros; "
                                 "the GPU has not registered with the NVLink fabric yet")
         # The domain becomes a block name in topology.conf and a label value: the model's one name
         # rule, per field (to name it) and joined (the lengths add up).
@@ -49,13 +54,13 @@ def node_domain(node, text):
         for value, what in ((uuid, "fabric.clusterUuid"), (clique, "fabric.cliqueId"), (domain, "the domain")):
             problem = name_problem(value)
             if problem:
-                raise TopologyError(f"nvidia-smi output of {node}, row {number}: {what}: {problem}")
+                raise NodeDataError(f"nvidia-smi output of {node}, row {number}: {what}: {problem}")
         domains.setdefault(domain, number)
     if not domains:
-        raise TopologyError(f"nvidia-smi output of {node} has no GPU row")
+        raise NodeDataError(f"nvidia-smi output of {node} has no GPU row")
     if len(domains) > 1:
         found = ", ".join(f"{domain} (row {row})" for domain, row in domains.items())
-        raise TopologyError(f"nvidia-smi output of {node}: its GPUs are in different NVLink domains: {found}")
+        raise NodeDataError(f"nvidia-smi output of {node}: its GPUs are in different NVLink domains: {found}")
     return next(iter(domains))
 
 
@@ -63,7 +68,7 @@ def facts_domain(node, facts, where):
     """The domain in a node's gathered facts (``topology_node`` or its ``nvlink`` part), checked as a row."""
     nvlink = facts.get("nvlink") if "nvlink" in facts else facts
     if not isinstance(nvlink, dict) or not nvlink.get("cluster_uuid") or nvlink.get("clique_id") in (None, ""):
-        raise TopologyError(f"{where}: the gathered facts of {node} have no NVLink clique (no GPU in an NVLink "
+        raise NodeDataError(f"{where}: the gathered facts of {node} have no NVLink clique (no GPU in an NVLink "
                             "fabric there, or topology_facts did not gather nvlink)")
     return node_domain(node, f"{nvlink['cluster_uuid']}, {nvlink['clique_id']}")
 
