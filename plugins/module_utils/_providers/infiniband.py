@@ -28,7 +28,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _hostlis
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -241,7 +241,7 @@ def build(fabric, wanted=None, node_map=None, warn=None):
     node_map = node_map or {}
     switches = fabric.of_kind("Switch")
     switch_systems = {device.system_guid for device in switches.values() if device.system_guid}
-    host_facing, leaves, unnamed, placeholders = set(), {}, [], set()
+    host_facing, leaves, unnamed, placeholders, refused = set(), {}, [], set(), {}
     for hca_id, hca in fabric.of_kind("Ca").items():
         if hca.system_guid in switch_systems or hca.description.endswith("Aggregation Node"):
             continue  # the switch's own SHARP aggregation node, not a host
@@ -258,9 +258,15 @@ def build(fabric, wanted=None, node_map=None, warn=None):
         if wanted is not None and name not in wanted:
             continue
         # Any host with root on the fabric sets its description: the name is checked here,
-        # where its origin is known, before it reaches a Slurm file.
-        check_name(name, f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}"
-                   if name == described else f"params.node_map value for HCA {clip(hca_id)}")
+        # where its origin is known, before it reaches a Slurm file. A bad description is that
+        # host's problem (quarantined); a bad params.node_map value is the operator's (fatal).
+        if name == described:
+            problem = name_problem(name)
+            if problem is not None:
+                refused[name] = f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}: {problem}"
+                continue
+        else:
+            check_name(name, f"params.node_map value for HCA {clip(hca_id)}")
         for leaf in attached:
             leaves.setdefault(leaf, set()).add(name)
     up = {sid: [peer for peer in fabric.links.get(sid, ()) if peer in switches and peer not in host_facing]
@@ -272,7 +278,10 @@ def build(fabric, wanted=None, node_map=None, warn=None):
         if name is not None:
             names[sid] = check_name(name, f"{device.source}, line {device.line}: switch {clip(sid)} described "
                                           f"{clip(device.description)}")
-    topology = _merger.add_tree(Topology(), tiers, names)
+    topology = Topology()
+    for name, reason in refused.items():
+        topology.quarantine(name, "infiniband", reason)
+    topology = _merger.add_tree(topology, tiers, names)
     _merger.keep_unique_names(topology, warn)
     if wanted is None and (unnamed or placeholders):
         warn(f"{len(unnamed)} HCAs have no host name in their node description and HCAs named "
