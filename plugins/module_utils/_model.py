@@ -104,6 +104,31 @@ class Topology:
         """The result's ``quarantined`` list: the first ``limit`` records (``summary.quarantined`` counts all)."""
         return [record.as_dict() for record in list(self.quarantined.values())[:limit]]
 
+    def restore_quarantine(self, records, where="model.quarantined"):
+        """The ``quarantined`` list of a compact model (as to_compact writes it) back into this topology."""
+        if not isinstance(records, list):
+            raise TopologyError(f"{where} must be a list of quarantine records")
+        for index, record in enumerate(records):
+            at = f"{where}[{index}]"
+            if not isinstance(record, dict):
+                raise TopologyError(f"{at} must be a mapping")
+            check_known_keys(record, {"node", "identifier", "source", "reason", "kind"}, at)
+            for key in ("identifier", "source", "reason"):
+                if not isinstance(record.get(key), str):
+                    raise TopologyError(f"{at}.{key} must be a string, got {clip(record.get(key))}")
+            if record.get("kind") not in ("invalid", "unhealthy"):
+                raise TopologyError(f"{at}.kind must be invalid or unhealthy, got {clip(record.get('kind'))}")
+            node = record.get("node")
+            if node is not None:
+                check_name(node, f"{at}.node")
+                if node in self.nodes:
+                    raise TopologyError(f"{at}: node {node!r} is quarantined and in model.nodes")
+            # Taken as written (already clipped and escaped when it was recorded), within the same bounds.
+            shown = node if node is not None else _as_recorded(record["identifier"])
+            self.quarantined.setdefault(shown, Quarantined(node, shown, _as_recorded(record["source"]),
+                                                           _as_recorded(record["reason"], MAX_REASON_LENGTH + 3),
+                                                           record["kind"] == "unhealthy"))
+
     @contextlib.contextmanager
     def per_node(self, identifier, source):
         """Run one node's record: a NodeDataError in it quarantines that node, the others go on."""
@@ -306,6 +331,8 @@ class Topology:
             compact["label_sets"] = [dict(labels) for labels in label_sets]  # insertion order = index
         if self.domain_order:
             compact["domain_order"] = list(self.domain_order)
+        if self.quarantined:  # carried along, so a model handed to the next module still reports (and drains) them
+            compact["quarantined"] = self.quarantine_report(limit=None)
         return compact
 
     @classmethod
@@ -315,7 +342,8 @@ class Topology:
             raise TopologyError(f"model must be a mapping in the {COMPACT_FORMAT} form, got {type(data).__name__}")
         if data.get("format") != COMPACT_FORMAT:
             raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {clip(data.get('format'))}")
-        check_known_keys(data, {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets"}, "model")
+        check_known_keys(data, {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets",
+                                "quarantined"}, "model")
         topo = cls()
         switches = data.get("switches") or {}
         if not isinstance(switches, dict):
@@ -364,6 +392,7 @@ class Topology:
                 raise TopologyError(f"{where}.labels must be a mapping or an index into model.label_sets")
             topo.add_nodes(members, group.get("switch"), group.get("domain"), group.get("sub_domain"),
                            labels, source=f"{where}.nodes")
+        topo.restore_quarantine(data.get("quarantined") or [])
         domain_order = data.get("domain_order") or []
         if not isinstance(domain_order, list):
             raise TopologyError(f"model.domain_order must be a list of domain names, got {clip(domain_order)}")
@@ -383,6 +412,11 @@ class Topology:
             "nodes_without_switch": sum(1 for node in self.nodes.values() if node.switch is None),
             "quarantined": len(self.quarantined),
         }
+
+
+def _as_recorded(text, width=200):
+    """A quarantine field read back from a model: kept when it is one printable line within ``width``, else clipped."""
+    return text if len(text) <= width and text.isprintable() else clip(text, width)
 
 
 def quarantine_summary(topology, shown=5):

@@ -58,14 +58,24 @@ options:
     default: true
   max_node_loss:
     description:
-      - Guard against a mass quarantine. The managed labels of quarantined nodes (see O(provider.params.invalid_nodes))
+      - Guard against a mass quarantine. The managed labels of quarantined nodes (see C(provider.params.invalid_nodes))
         are removed, so topology-aware schedulers do not count them; when they are more than this percentage of the
         listed nodes that carry managed labels, the task fails before any write, unless O(force) is set.
       - A number from 0 to 100.
     type: float
     default: 10
   force:
-    description: Remove the labels of quarantined nodes even beyond O(max_node_loss) (with a warning).
+    description: Remove the labels of quarantined nodes (and taint them) even beyond O(max_node_loss) (with a warning).
+    type: bool
+    default: false
+  taint_unhealthy:
+    description:
+      - Put the taint C(aifactory.topology/unhealthy=quarantined:NoSchedule) on the nodes quarantined as unhealthy
+        (a GPU outside its NVLink fabric, a failed nvidia-smi), so no new pod lands there; nodes quarantined because
+        their data is invalid (a bad name, GPUs in two cliques) are not tainted.
+      - Every listed node that carries the taint and is not quarantined as unhealthy in this run (it recovered, or
+        the option is off) has it taken off. Other taints are never touched.
+      - Bounded by O(max_node_loss), as a percentage of the listed nodes.
     type: bool
     default: false
 notes:
@@ -96,7 +106,7 @@ EXAMPLES = r"""
 RETURN = r"""
 quarantined:
   description:
-    - Nodes left out of the map because their own data was unusable (see O(provider.params.invalid_nodes)), the
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
       first 1000; C(summary.quarantined) counts them all.
     - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
       value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
@@ -105,6 +115,16 @@ quarantined:
   elements: dict
   sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
             "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
+tainted:
+  description: Nodes that got the unhealthy taint (O(taint_unhealthy)), or in check mode would.
+  returned: success
+  type: list
+  elements: str
+untainted:
+  description: Nodes whose unhealthy taint was taken off (they recovered, or O(taint_unhealthy) is off).
+  returned: success
+  type: list
+  elements: str
 changed_nodes:
   description: Nodes whose labels were patched (or, in check mode, would be).
   returned: success
@@ -165,6 +185,7 @@ def main():
         accelerator_label={"type": "str", "default": _labels.ACCELERATOR_LABEL},
         no_topology_value={"type": "str"},
         clean_absent_nodes={"type": "bool", "default": True},
+        taint_unhealthy={"type": "bool", "default": False},
         **SHRINK_GUARD_ARG_SPEC,
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     params = module.params
@@ -178,7 +199,8 @@ def main():
         return k8s_nodes.reconcile_node_labels(
             client, topology, keys, options, node_selector=params["node_selector"],
             no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
-            warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"])
+            warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
+            taint_unhealthy=params["taint_unhealthy"])
 
     _k8s_module.run(module, job, warnings)
 

@@ -197,3 +197,33 @@ def test_a_quarantined_node_loses_its_labels_a_mass_quarantine_writes_nothing_an
     assert sorted(recovered["changed_nodes"]) == sorted(names[1:10])
     assert {name: topology_labels(state[1]) for name, state in node_state(admin, test_id).items()} == \
         {name: topology_labels(state[1]) for name, state in labelled.items()}
+
+
+def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_untaints_on_recovery(
+        k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 1), test_id)
+    sick, bad_data, other = names[0], names[1], names[2]
+    someone_elses = {"key": "example.com/maintenance", "value": "yes", "effect": "NoExecute"}
+    admin.request("PATCH", _k8s.node_path(sick), None, {"spec": {"taints": [someone_elses]}}, k8s_writer.MERGE_PATCH)
+    outputs = {sick: "N/A, N/A\n", bad_data: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
+                                             "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"}
+    params = dict(gb200(prefix, racks=1), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs})
+    args = labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=20)
+
+    def taints(name):
+        return admin.request("GET", _k8s.node_path(name)).get("spec", {}).get("taints") or []
+
+    dry = run_module(k8s_node_labels, args, monkeypatch, check_mode=True)
+    assert dry["tainted"] == [sick] and taints(sick) == [someone_elses]
+    applied = run_module(k8s_node_labels, args, monkeypatch)
+    assert not applied["failed"], applied.get("msg")
+    assert applied["tainted"] == [sick] and applied["untainted"] == []
+    assert taints(sick) == [someone_elses, k8s_nodes.UNHEALTHY_TAINT]
+    assert taints(bad_data) == [] and taints(other) == []  # invalid data is not a sick node: quarantined, untainted
+    assert run_module(k8s_node_labels, args, monkeypatch)["changed"] is False
+
+    recovered = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200(prefix, racks=1), taint_unhealthy=True),
+                           monkeypatch)
+    assert recovered["untainted"] == [sick] and taints(sick) == [someone_elses]

@@ -79,3 +79,30 @@ def test_the_segment_report_lists_quarantined_nodes(monkeypatch):
     page = segment_report.render(result)
     assert '<figcaption id="quarantined-count">1 quarantined nodes are in no block' in page
     assert '<table id="quarantined"><tr><th>node</th>' in page and "<td>node1101</td><td>unhealthy</td>" in page
+
+
+def test_the_compact_model_carries_the_quarantine_to_the_next_module(monkeypatch):
+    info = run_module(topology_info, {"provider": block_args({"node1101": UNHEALTHY, "bad,name": UNHEALTHY})["provider"]},
+                      monkeypatch=monkeypatch)
+    model = info["topology"]
+    assert [record["identifier"] for record in model["quarantined"]] == ["node1101", "'bad,name'"]
+    rendered = run_module(slurm_topology, {"model": model, "plugin": "topology/block", "block_sizes": [18]},
+                          monkeypatch=monkeypatch)
+    assert rendered["quarantined"] == info["quarantined"] and rendered["summary"]["quarantined"] == 2
+    again = run_module(topology_info, {"model": model}, monkeypatch=monkeypatch)
+    assert again["topology"]["quarantined"] == model["quarantined"]  # read back unchanged, not escaped twice
+
+
+def test_a_quarantine_record_in_a_model_is_checked(monkeypatch):
+    model = run_module(topology_info, {"provider": block_args()["provider"]}, monkeypatch=monkeypatch)["topology"]
+    for records, message in [
+        ({"node": "x"}, "model.quarantined must be a list of quarantine records"),
+        ([{"node": "node1101", "identifier": "node1101", "source": "s", "reason": "r", "kind": "unhealthy"}],
+         "model.quarantined[0]: node 'node1101' is quarantined and in model.nodes"),
+        ([{"node": None, "identifier": "x", "source": "s", "reason": "r", "kind": "sick"}],
+         "model.quarantined[0].kind must be invalid or unhealthy, got 'sick'"),
+        ([{"node": "a b", "identifier": "x", "source": "s", "reason": "r", "kind": "invalid"}],
+         "model.quarantined[0].node: 'a b' contains white space"),
+    ]:
+        result = run_module(topology_info, {"model": dict(model, quarantined=records)}, monkeypatch=monkeypatch)
+        assert result["failed"] and result["msg"].startswith(message), result["msg"]
