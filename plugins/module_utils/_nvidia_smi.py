@@ -112,6 +112,10 @@ def check_row(node, number, fields, health=None):
     if uuid == _UNREGISTERED_UUID:
         raise NotInFabric(f"{_where(node, number)}: the cluster UUID is all zeros; the GPU has not registered "
                           "with the NVLink fabric yet")
+    for value, what in ((uuid, "fabric.clusterUuid"), (clique, "fabric.cliqueId")):
+        if "\ufffd" in value:  # what a lenient decoder leaves of bytes that were not UTF-8: printable, a "name"
+            raise NodeDataError(f"{_where(node, number)}: {what} {clip(value)} holds U+FFFD, what is left of "
+                                "bytes that were not UTF-8; the value cannot be read")
     # The domain becomes a block name in topology.conf and a label value: the model's one name
     # rule, per field (to name it) and joined (the lengths add up).
     domain = f"{uuid}.{clique}"

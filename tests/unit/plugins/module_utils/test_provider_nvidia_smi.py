@@ -222,6 +222,12 @@ def test_the_full_query_registration_is_checked_like_the_csv_one():
         node_domain("gpu7", full_query().replace("CliqueId   : 7", "CliqueId   : 7 x"))
 
 
+def test_a_registered_result_of_bytes_that_were_not_utf8_is_refused():
+    # A decoder with errors=replace leaves U+FFFD for such bytes; the name rule alone would let it through.
+    with pytest.raises(NodeDataError, match=r"gpu1, row 1: fabric.cliqueId '3\ufffd' holds U\+FFFD"):
+        apply_nvidia_smi_domains(Topology(), {"gpu1": {"stdout": f"{UUID_A}, 3\ufffd, Completed, Success", "rc": 0}})
+
+
 @pytest.mark.parametrize("text, message", [
     ("x" * (_nvidia_smi.MAX_OUTPUT_CHARS + 1), "has 1048577 characters, more than 1048576"),
     (f"{UUID_A}, 1, Completed, Success\n" * (_nvidia_smi.MAX_ROWS + 1), "has more than 4096 GPU rows"),
