@@ -13,7 +13,7 @@ one row per GPU, with the ``--query-gpu`` property names nvidia-smi documents (`
 result of a completed registration: ``Success`` or the error nvidia-smi names). The rows of a node
 must agree; its domain is ``<clusterUuid>.<cliqueId>``, as in Topograph's infiniband providers.
 
-The fabric health is not a ``--query-gpu`` property: nvidia-smi prints it in ``HEALTH_QUERY``
+The fabric health is not among these fields; nvidia-smi prints it in ``HEALTH_QUERY``
 (``nvidia-smi -q``), in each GPU's ``Fabric`` section, the same four values as ``State``, ``Status``,
 ``CliqueId`` and ``ClusterUUID`` and a ``Health`` block (``HEALTH_ROWS``: ``Summary`` ``Healthy``,
 ``Bandwidth`` ``Full`` or ``Degraded``, ``Route Recovery in progress``, ``Route Unhealthy``, ``Access
@@ -21,11 +21,11 @@ Timeout Recovery``, ``Incorrect Configuration``; NVML's ``healthSummary`` and ``
 ``nvmlGpuFabricInfo_v3_t``). ``node_fabric`` reads that output too, one record per ``Fabric`` section.
 
 A GPU whose registration is not ``Completed`` with ``Success``, that is outside any fabric (``N/A``,
-an all-zero cluster UUID) or whose fabric health is degraded makes its node
-``NodeUnhealthy``; GPUs in different cliques or a value that cannot be a name make it
-``NodeDataError``. Both name the node, the row, the field and the value (clipped): a wrong domain
-would let Slurm place one job across two NVLink domains, an unregistered tray would get jobs that
-cannot use NVLink.
+an all-zero cluster UUID) or whose fabric health is degraded makes its node ``NodeUnhealthy``; GPUs
+in different cliques or a value that cannot be a name make it ``NodeDataError``. Both name the node,
+the row (the line of a ``-q`` section), the field and the value (clipped): a wrong domain would let
+Slurm place one job across two NVLink domains, an unregistered tray would get jobs that cannot use
+NVLink.
 
 The older two-column output (``LEGACY_QUERY``: ``fabric.clusterUuid, fabric.cliqueId`` only, as
 operators registered it and older ``topology_facts`` gathered it) is still read, without the

@@ -18,7 +18,7 @@ description:
     (nvidia-smi's C(--query-gpu) property names); the GPUs of a node must agree. With O(fabric_health), the
     fabric health comes from the C(Fabric) section of C(nvidia-smi -q) (C(Health) rows C(Bandwidth),
     C(Route Recovery in progress), C(Route Unhealthy), C(Access Timeout Recovery), C(Incorrect Configuration),
-    C(Summary)), which no C(--query-gpu) property reports. Both outputs are read by the parser of the
+    C(Summary)), which the fabric query does not report. Both outputs are read by the parser of the
     C(nvidia_smi) accelerator source.
   - A node without HCAs, without C(nvidia-smi), without GPUs or with GPUs outside an NVLink fabric (C(N/A),
     C(Not Supported)) gets empty C(infiniband) or C(nvlink) facts, not an error.
