@@ -27,7 +27,7 @@ the row (the line of a ``-q`` section), the field and the value (clipped): a wro
 Slurm place one job across two NVLink domains, an unregistered tray would get jobs that cannot use
 NVLink.
 
-The older two-column output (``LEGACY_QUERY``: ``fabric.clusterUuid, fabric.cliqueId`` only, as
+The older two-column output (``--query-gpu=fabric.clusterUuid,fabric.cliqueId`` only, as
 operators registered it and older ``topology_facts`` gathered it) is still read, without the
 registration check it cannot make.
 
@@ -50,7 +50,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._model import n
 
 FIELDS = ("fabric.clusterUuid", "fabric.cliqueId", "fabric.state", "fabric.status")
 QUERY = f"nvidia-smi --query-gpu={','.join(FIELDS)} --format=csv,noheader"
-LEGACY_QUERY = f"nvidia-smi --query-gpu={','.join(FIELDS[:2])} --format=csv,noheader"
 HEALTH_QUERY = "nvidia-smi -q"
 # The -q names of the Fabric section's values, as the --query-gpu fields they are.
 _SECTION_FIELDS = {"ClusterUUID": "fabric.clusterUuid", "CliqueId": "fabric.cliqueId", "State": "fabric.state",

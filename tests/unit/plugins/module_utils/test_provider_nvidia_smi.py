@@ -134,7 +134,6 @@ def fixture(name):
 def test_the_query_uses_the_documented_property_names():
     assert _nvidia_smi.QUERY == ("nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,"
                                  "fabric.status --format=csv,noheader")
-    assert _nvidia_smi.LEGACY_QUERY == "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader"
 
 
 @pytest.mark.parametrize("name", ["fabric-completed.csv", "fabric-healthy.q.txt"])
