@@ -39,8 +39,9 @@ def test_identical_per_gpu_rows_are_one_domain():
     (rows(UUID_A, 32766, 2) + rows(UUID_B, 32766, 2),
      rf"gpu7: its GPUs are in different NVLink domains: {UUID_A}.32766 \(row 1\), {UUID_B}.32766 \(row 3\)"),
     (rows(UUID_A, 1, 1) + rows(UUID_A, 2, 1), r"gpu7: its GPUs are in different NVLink domains"),
-    (f"{UUID_A}\n", r"gpu7, row 1: expected 'fabric.clusterUuid, fabric.cliqueId, fabric.state, fabric.status' "
-                     r"\(or the older 'fabric.clusterUuid, fabric.cliqueId'\), got '6a4f"),
+    (f"{UUID_A}\n",
+     r"gpu7, row 1: expected 'fabric.clusterUuid, fabric.cliqueId, fabric.state, fabric.status' "
+     r"\(or the older 'fabric.clusterUuid, fabric.cliqueId'\), got '6a4f"),
     (f"{UUID_A}, 1, Completed\n", r"gpu7, row 1: expected 'fabric.clusterUuid, fabric.cliqueId, fabric.state"),
     ("\n", r"nvidia-smi output of gpu7 has no GPU row"),
 ])

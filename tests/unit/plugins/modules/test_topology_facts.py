@@ -221,8 +221,8 @@ def test_without_fabric_health_only_the_fabric_query_runs(run, tmp_path):
     ("no fabric section\n", 0, "the NVLink fabric health was not checked: nvidia-smi output of"),
 ], ids=["failing", "not-utf8", "no-section"])
 def test_a_full_query_that_cannot_be_read_keeps_the_clique_and_says_so(run, tmp_path, full, full_rc, warning):
-    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY, full=full,
-                                                                            full_rc=full_rc)})
+    script = fake_nvidia_smi(tmp_path, GB200_TRAY, full=full, full_rc=full_rc)
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": script})
     assert not result["failed"] and len(result["warnings"]) == 1 and warning in result["warnings"][0]
     assert result["ansible_facts"]["topology_node"]["nvlink"]["domain"] == f"{UUID}.32766"
     assert "health_checked" not in result["ansible_facts"]["topology_node"]["nvlink"]
