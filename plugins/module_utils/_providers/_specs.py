@@ -33,10 +33,14 @@ ACCELERATOR = {
                    "description": "`nvidia_smi` (or Topograph's spelling `nvidia-smi`); `none` turns it off."},
         "nvidia_smi": {"type": "dict",
                        "description": "Node to the output of `nvidia-smi --query-gpu=fabric.clusterUuid,"
-                                      "fabric.cliqueId --format=csv,noheader` there, its registered result "
-                                      "(`stdout` is read), or the node's `topology_node` fact from "
-                                      "`aifactory.topology.topology_facts` (or its `nvlink` part); facts without a "
-                                      "clique fail the run naming the node. Required unless `source` is `none`."},
+                                      "fabric.cliqueId,fabric.state,fabric.status --format=csv,noheader` there "
+                                      "(the older two columns `fabric.clusterUuid,fabric.cliqueId` are still read) "
+                                      "or of `nvidia-smi -q` (its `Fabric` sections, with the health), its "
+                                      "registered result (`stdout` is read), or the node's `topology_node` fact "
+                                      "from `aifactory.topology.topology_facts` (or its `nvlink` part). A fabric "
+                                      "registration not `Completed` with `Success`, or a degraded health, makes the "
+                                      "node unhealthy; facts without a clique fail the run naming the node. "
+                                      "Required unless `source` is `none`."},
     },
 }
 
