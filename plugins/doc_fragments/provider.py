@@ -42,7 +42,8 @@ options:
             sends one byte a second is cut off (docs/security.md).
           - 'For V(simulation): C(model_path) (required), C(normalize_switch_names) (default false).'
           - 'For V(inventory): C(domains), C(switches), C(nodes), C(hosts).'
-          - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map), C(node_facts).'
+          - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map), C(node_facts),
+            C(switches), C(hcas).'
           - 'For V(netq): C(api_url) (required), C(nmx_url), C(nmx) (default true), C(nodes), C(timeout) (default 30),
             C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle).'

@@ -148,6 +148,27 @@ INFINIBAND_PARAMS = _with_accelerator({
                    "description": "Node to its `topology_node` fact from `aifactory.topology.topology_facts`: every HCA "
                                   "GUID the node found in its sysfs is that node's, whatever the HCA's description says "
                                   "(`node_map` wins where both name one HCA; a GUID in two nodes' facts is an error)."},
+    "switches": {"type": "dict",
+                 "description": "Which switches make the tree (Topograph's `switchSelector`): regular expressions "
+                                "matched whole against a switch's display name (`DC1-STOR-LEAF-1`) or GUID id "
+                                "(`S-...`). Needed where storage or management leaves share the compute subnet.",
+                 "options": {
+                     "include": {"type": "list", "elements": "str",
+                                 "description": "Only leaves (switches with host HCAs) that match are leaves; the "
+                                                "switches above are found as usual."},
+                     "exclude": {"type": "list", "elements": "str",
+                                 "description": "Switches that match leave the fabric, at every tier, with their "
+                                                "links; hosts only they reach get no switch."},
+                 }},
+    "hcas": {"type": "dict",
+             "description": "Which HCAs put a node under a leaf: regular expressions matched whole against the HCA's "
+                            "name (`mlx5_0`, the second word of its node description) or GUID id (`H-...`); for "
+                            "nodes whose storage HCA (`mlx5_1`) is on the same subnet as the compute ones.",
+             "options": {
+                 "include": {"type": "list", "elements": "str",
+                             "description": "Only HCAs that match count (`[mlx5_0]`, `['mlx5_[02-9]']`)."},
+                 "exclude": {"type": "list", "elements": "str", "description": "HCAs that match do not count."},
+             }},
 })
 
 NETQ_PARAMS = _with_accelerator(dict({
