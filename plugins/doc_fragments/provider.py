@@ -73,7 +73,8 @@ options:
           - 'For V(dra): C(node_selector), C(instance_annotation) (default topograph.run/instance), C(request_timeout)
             (default 60), C(label) (default nvidia.com/gpu.clique).'
           - 'For V(node_labels): C(node_selector), C(instance_annotation) (default topograph.run/instance),
-            C(request_timeout) (default 60), C(fabric_labels), C(accelerator_label), C(sub_domain_label).'
+            C(request_timeout) (default 60), C(preset), C(fabric_labels), C(accelerator_label), C(sub_domain_label),
+            C(on_missing_label) (default partial), C(require_ready) (default false), C(switch_ids) (default label).'
         type: dict
         default: {}
       creds:

@@ -277,12 +277,39 @@ _KUBERNETES_COMMON = {
 }
 DRA_PARAMS = _with_accelerator(dict(_KUBERNETES_COMMON, label={
     "type": "str", "default": GPU_CLIQUE_LABEL, "description": "The Node label that holds the accelerator domain."}))
+# preset -> (fabric_labels, accelerator_label) of the node_labels provider.
+NODE_LABEL_PRESETS = {
+    # Crusoe's control plane: tier 0 the rail-optimized pod, tier 1 the InfiniBand partition; the
+    # NVLink domain from GPU feature discovery's clique, verbatim (Topograph's crusoe provider).
+    "crusoe": (["crusoe.ai/pod.id", "crusoe.ai/ib.partition.id"], GPU_CLIQUE_LABEL),
+}
+ON_MISSING_LABEL = ("partial", "skip", "fail")
+SWITCH_IDS = ("label", "topograph")
 NODE_LABELS_PARAMS = _with_accelerator(dict(
     _KUBERNETES_COMMON,
+    preset={"type": "str", "choices": list(NODE_LABEL_PRESETS),
+            "description": "Labels of a known platform instead of `fabric_labels` and `accelerator_label` (an error "
+                           "with either): `crusoe` reads `crusoe.ai/pod.id` (tier 0), `crusoe.ai/ib.partition.id` "
+                           "(tier 1) and the domain from `nvidia.com/gpu.clique`, verbatim."},
     fabric_labels={"type": "list", "elements": "str",
-                   "description": "The tier labels, tier 0 first; default `fabric.topograph.run/tier-N`."},
+                   "description": "The tier labels, tier 0 (closest to the node) first; default "
+                                  "`fabric.topograph.run/tier-N`."},
     accelerator_label={"type": "str", "description": "The domain label; default `accelerator.topograph.run/domain`."},
     sub_domain_label={"type": "str", "description": "The sub-domain label; default `accelerator.topograph.run/sub-domain`."},
+    on_missing_label={"type": "str", "choices": list(ON_MISSING_LABEL), "default": "partial",
+                      "description": "A node without one of the `fabric_labels` (or a preset's): `partial` keeps the "
+                                     "tiers from 0 up to the first missing one (a gap is an error); `skip` leaves the "
+                                     "node out with a warning, `fail` fails naming the node and label (Topograph's "
+                                     "`onMissingLabel`; `skip` is its default)."},
+    require_ready={"type": "bool", "default": False,
+                   "description": "Leave out, with a warning, Nodes whose `Ready` condition is not `True` "
+                                  "(Topograph's `requireReady`; cordoned nodes stay). Nodes being deleted are always "
+                                  "left out, with a warning."},
+    switch_ids={"type": "str", "choices": list(SWITCH_IDS), "default": "label",
+                "description": "`label`: a switch is its label value (one value under two parents is an error). "
+                               "`topograph`: Topograph's `kubernetes` provider's ids, the top tier's value kept and "
+                               "each lower tier `<first 30 characters>-<32 hex digits of the SHA-256 of its path>`, "
+                               "so equal values under different parents are different switches."},
 ))
 _AUTH_DESCRIPTIONS = {
     "kubeconfig": "Path of a kubeconfig file; else `K8S_AUTH_KUBECONFIG`.",

@@ -11,7 +11,8 @@ TIER = "fabric.topograph.run/tier-"
 
 
 class ListedNodes:
-    """Stands in for K8sClient.list in these parsing tests: returns the given Node dicts."""
+    """Stands in for K8sClient.list in these parsing tests: each node is (name, labels, annotations) or a
+    whole Node object (a dict, with its status)."""
 
     def __init__(self, *nodes):
         self.nodes = nodes
@@ -20,8 +21,8 @@ class ListedNodes:
     def list(self, path, label_selector=None):
         assert path == "/api/v1/nodes"
         self.selectors.append(label_selector)
-        return [{"metadata": {"name": name, "labels": labels, "annotations": annotations}}
-                for name, labels, annotations in self.nodes]
+        return [item if isinstance(item, dict) else
+                {"metadata": {"name": item[0], "labels": item[1], "annotations": item[2]}} for item in self.nodes]
 
 
 def test_dra_domains_from_the_clique_label_and_names_from_the_instance_annotation():
