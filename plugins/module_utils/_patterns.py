@@ -56,11 +56,11 @@ def _walk(items, inside_repeat, counts):
                     return "a repetition inside a repetition is not allowed (its matching time can explode)"
                 counts[0] += 1
             problem = _walk(body, inside_repeat or high > 1, counts)
-        elif op is _sre_parse.SUBPATTERN:
+        elif op == _sre_parse.SUBPATTERN:
             problem = _walk(arg[-1], inside_repeat, counts)
-        elif getattr(_sre_parse, "ATOMIC_GROUP", None) is not None and op is _sre_parse.ATOMIC_GROUP:
+        elif op == getattr(_sre_parse, "ATOMIC_GROUP", None):
             problem = _walk(arg, inside_repeat, counts)
-        elif op is _sre_parse.BRANCH:
+        elif op == _sre_parse.BRANCH:
             if inside_repeat:
                 return "an alternation (|) inside a repetition is not allowed (its matching time can explode)"
             problem = None

@@ -63,7 +63,7 @@ def test_the_exclude_pattern_the_error_suggests_is_the_one_that_works():
 
 
 def test_excluding_by_guid_and_including_the_compute_leaves_give_the_same_tree():
-    by_guid, _ = run(switches={"exclude": ["S-0c42a10300aa0301"]})
+    by_guid, _warnings = run(switches={"exclude": ["S-0c42a10300aa0301"]})
     included, warnings = run(switches={"include": [r"DC1-P\d-LEAF-\d"]})
     assert slurm.render_tree_conf(by_guid) == slurm.render_tree_conf(included) == EXPECTED
     assert warnings == []
@@ -73,7 +73,7 @@ def test_selecting_the_compute_hcas_of_the_cluster_nodes_gives_the_same_tree():
     topology, warnings = run(hcas={"include": ["mlx5_0"]}, nodes=NODES)
     assert slurm.render_tree_conf(topology) == EXPECTED
     assert warnings == []
-    excluded, _ = run(hcas={"exclude": ["mlx5_1"]}, nodes=NODES)
+    excluded, _warnings = run(hcas={"exclude": ["mlx5_1"]}, nodes=NODES)
     assert slurm.render_tree_conf(excluded) == EXPECTED
 
 
@@ -91,7 +91,7 @@ def test_hca_selection_without_params_nodes_warns_that_the_storage_leaf_cuts_the
 
 
 def test_an_exclude_at_a_higher_tier_removes_that_switch_and_its_links():
-    topology, _ = run(switches={"exclude": ["DC1-STOR-LEAF-1", "DC1-CORE-.*"]})
+    topology, _warnings = run(switches={"exclude": ["DC1-STOR-LEAF-1", "DC1-CORE-.*"]})
     roots = sorted(sw.name for sw in topology.switches.values() if sw.parent is None)
     assert roots == ["DC1-P1-SPINE-1", "DC1-P2-SPINE-1"]  # two separate pods: no link joins them
 
@@ -100,7 +100,7 @@ def test_patterns_match_names_whole():
     # "LEAF" alone matches no name whole: nothing is excluded, and the storage leaf is refused again.
     with pytest.raises(TopologyError, match="leaf switch DC1-STOR-LEAF-1"):
         run(switches={"exclude": ["STOR"]})
-    topology, _ = run(switches={"exclude": [".*STOR.*"]})
+    topology, _warnings = run(switches={"exclude": [".*STOR.*"]})
     assert slurm.render_tree_conf(topology) == EXPECTED
 
 
@@ -183,5 +183,5 @@ def test_a_leaf_holding_most_nodes_of_two_disjoint_leaves_is_refused_even_with_s
     with pytest.raises(TopologyError, match=r"leaf switch STOR \(S-0+a003\) holds 13 nodes .* 2 other leaf switches "
                                             r"\(LA, LB\)"):
         _build({"LA": a, "LB": b, "STOR": storage})
-    topology, _ = _build({"LA": a, "LB": b, "STOR": storage}, hcas={"include": ["mlx5_0"]})
+    topology, _warnings = _build({"LA": a, "LB": b, "STOR": storage}, hcas={"include": ["mlx5_0"]})
     assert len({node.switch for node in topology.nodes.values()}) == 2

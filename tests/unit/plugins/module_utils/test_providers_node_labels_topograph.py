@@ -71,7 +71,7 @@ POD_ONLY = node("pod-only", {POD: POD_A2})  # a pod without its partition
 
 
 def test_on_missing_label_partial_keeps_the_tiers_up_to_the_first_missing_one_and_refuses_a_gap():
-    topology, _ = run({"preset": "crusoe"}, FULL, POD_ONLY)
+    topology, _warnings = run({"preset": "crusoe"}, FULL, POD_ONLY)
     assert topology.nodes["pod-only"].switch == POD_A2 and topology.switches[POD_A2].parent is None
     with pytest.raises(NodeDataError, match=f"node half: has {PARTITION} but no {POD}; tiers must start at tier 0"):
         run({"preset": "crusoe"}, FULL, HALF)
@@ -134,7 +134,7 @@ def test_switch_ids_topograph_keeps_equal_values_under_different_parents_apart()
              node("c", {"rack": "rack-1", "zone": "west"}))
     with pytest.raises(TopologyError, match="switch 'rack-1' has two parents"):
         run({"fabric_labels": ["rack", "zone"]}, *nodes)
-    topology, _ = run({"fabric_labels": ["rack", "zone"], "switch_ids": "topograph"}, *nodes)
+    topology, _warnings = run({"fabric_labels": ["rack", "zone"], "switch_ids": "topograph"}, *nodes)
     east = "rack-1-26960ebb8d5d3c9f0dd3119bd9819ac9"
     assert topology.nodes["a"].switch == topology.nodes["b"].switch == east
     assert topology.switches[east].parent == "east"
