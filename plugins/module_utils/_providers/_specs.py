@@ -135,7 +135,9 @@ INVENTORY_PARAMS = _with_accelerator({
 INFINIBAND_PARAMS = _with_accelerator({
     "ibnetdiscover": {"type": "dict",
                       "description": "Node to the text `ibnetdiscover` printed there, or the registered result of the "
-                                     "task (its `stdout` is read; a failed result is an error)."},
+                                     "task (its `stdout` is read; a failed result is an error); or to a list of them, "
+                                     "or a loop's registered result (`results`): one run per port, "
+                                     "`ibnetdiscover -C <ca> -P <port>`."},
     "ibnetdiscover_files": {"type": "list", "elements": "path", "description": "Paths of saved outputs."},
     "nodes": {"type": "raw",
               "description": "The cluster's nodes, a list or a hostlist (`gpu[001-128]`); default every host named by "

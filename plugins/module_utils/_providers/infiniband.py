@@ -4,7 +4,8 @@
 
 params:
   ibnetdiscover:        node -> the text ibnetdiscover printed there (or the registered
-                        result of an ``ansible.builtin.command`` task: its ``stdout`` is read)
+                        result of an ``ansible.builtin.command`` task: its ``stdout`` is read), or a
+                        list of them / a loop's registered result (one run per port)
   ibnetdiscover_files:  paths of saved outputs (a path or a list)
   nodes:                the cluster's nodes (hostlist or list); default every host named by an HCA
   node_map:             HCA GUID (``H-<guid>``, ``0x<guid>``, ``<guid>``) or described host name
@@ -185,10 +186,21 @@ def _outputs(params):
     outputs = params.get("ibnetdiscover") or {}
     for node, value in outputs.items():
         node = str(node)[:60]
-        text = command_output(value, f"params.ibnetdiscover.{node}")
-        if not isinstance(text, str):
-            raise TopologyError(f"params.ibnetdiscover.{node} must be the text ibnetdiscover printed")
-        found.append((f"ibnetdiscover output of {node}", text))
+        # One run per port (``ibnetdiscover -C mlx5_0 -P 1`` in a loop): a list, or the loop's registered result.
+        runs = value.get("results") if isinstance(value, dict) and "results" in value else value
+        if isinstance(runs, list):
+            if not runs:
+                raise TopologyError(f"params.ibnetdiscover.{node} is an empty list; give each port's output")
+            labels = [f"{node}[{index}]" for index in range(len(runs))]
+            labels = [f"{label} ({str(run['item'])[:40]})" if isinstance(run, dict) and "item" in run else label
+                      for label, run in zip(labels, runs)]
+        else:
+            runs, labels = [runs], [node]
+        for label, run in zip(labels, runs):
+            text = command_output(run, f"params.ibnetdiscover.{label}")
+            if not isinstance(text, str):
+                raise TopologyError(f"params.ibnetdiscover.{label} must be the text ibnetdiscover printed")
+            found.append((f"ibnetdiscover output of {label}", text))
     files = params.get("ibnetdiscover_files") or []
     for path in files:
         try:

@@ -134,22 +134,23 @@ def test_the_swallow_check_leaves_topographs_example_fabric_alone():
     assert warnings[0].startswith("14 nodes are linked to leaf switches that do not collapse into one")
 
 
-def _fabric(leaves):
-    """ibnetdiscover text: leaf name -> hosts, every leaf linked to one spine."""
-    records, cas, guid = [], [], 0x100
+def _fabric(leaves, base=0):
+    """ibnetdiscover text: leaf name -> hosts, every leaf linked to one spine (GUIDs from ``base``)."""
+    records, cas, guid = [], [], base + 0x100
     spine_ports = []
+    spine = f"{base + 0xffff:016x}"
     for index, (leaf, hosts) in enumerate(leaves.items(), start=1):
-        leaf_guid = f"{0xa000 + index:016x}"
+        leaf_guid = f"{base + 0xa000 + index:016x}"
         lines = [f'Switch\t65 "S-{leaf_guid}"\t\t# "MF0;{leaf}:MQM9790/U1" enhanced port 0 lid {index} lmc 0']
         for port, host in enumerate(hosts, start=1):
             guid += 1
             hca = f"{guid:016x}"
             lines.append(f'[{port}]\t"H-{hca}"[1]({hca}) \t\t# "{host}" lid {guid} 4xNDR')
             cas.append(f'Ca\t1 "H-{hca}"\t\t# "{host}"\n[1]({hca}) \t"S-{leaf_guid}"[{port}]\t\t# lid {guid} lmc 0')
-        lines.append(f'[40]\t"S-{0xffff:016x}"[{index}]\t\t# "MF0;SPINE:MQM9790/U1" lid 999 4xNDR')
+        lines.append(f'[40]\t"S-{spine}"[{index}]\t\t# "MF0;SPINE{base}:MQM9790/U1" lid 999 4xNDR')
         spine_ports.append(f'[{index}]\t"S-{leaf_guid}"[40]\t\t# "MF0;{leaf}:MQM9790/U1" lid {index} 4xNDR')
         records.append("\n".join(lines))
-    records.append("\n".join([f'Switch\t65 "S-{0xffff:016x}"\t\t# "MF0;SPINE:MQM9790/U1" enhanced port 0 lid 999 lmc 0']
+    records.append("\n".join([f'Switch\t65 "S-{spine}"\t\t# "MF0;SPINE{base}:MQM9790/U1" enhanced port 0 lid 999 lmc 0']
                              + spine_ports))
     return "\n\n".join(records + cas) + "\n"
 
@@ -185,3 +186,39 @@ def test_a_leaf_holding_most_nodes_of_two_disjoint_leaves_is_refused_even_with_s
         _build({"LA": a, "LB": b, "STOR": storage})
     topology, _warnings = _build({"LA": a, "LB": b, "STOR": storage}, hcas={"include": ["mlx5_0"]})
     assert len({node.switch for node in topology.nodes.values()}) == 2
+
+
+def _per_port(stor_rc=0):
+    """A loop's registered result: ibnetdiscover -C <hca> -P 1 on two subnets, compute and storage."""
+    a = [f"a{i:02d}" for i in range(1, 5)]
+    b = [f"b{i:02d}" for i in range(1, 5)]
+    compute = _fabric({"LA": [f"{h} mlx5_0" for h in a], "LB": [f"{h} mlx5_0" for h in b]})
+    storage = _fabric({"STOR": [f"{h} mlx5_1" for h in a + b] + ["stor-01 mlx5_0"]}, base=0x1000000)
+    return {"changed": False, "results": [
+        {"item": "mlx5_0", "rc": 0, "stdout": compute, "stderr": ""},
+        {"item": "mlx5_1", "rc": stor_rc, "stdout": storage if not stor_rc else "", "stderr": "ibwarn: port down"}]}
+
+
+def test_per_port_runs_are_read_from_a_loop_result_and_hca_selection_keeps_the_compute_subnet():
+    # Every node is on both subnets: the storage leaf holds the nodes of LA and LB and is refused...
+    with pytest.raises(TopologyError, match=r"leaf switch STOR .* 2 other leaf switches \(LA, LB\), and 1 hosts no "
+                                            r"compute leaf has \(stor-01\)"):
+        discover("infiniband", {"ibnetdiscover": {"a01": _per_port()}}, warn=print)
+    # ...and the compute HCAs give the tree of the compute subnet; the storage subnet is a tree of its own.
+    warnings = []
+    topology = discover("infiniband", {"ibnetdiscover": {"a01": _per_port()}, "hcas": {"include": ["mlx5_0"]}},
+                        warn=warnings.append)
+    assert topology.nodes["a01"].switch == topology.nodes["a04"].switch != topology.nodes["b01"].switch
+    assert topology.path(topology.nodes["stor-01"].switch)[-1] != topology.path(topology.nodes["a01"].switch)[-1]
+    assert warnings == []  # no fabric link joins the two subnets' trees
+    listed = discover("infiniband", {"ibnetdiscover": {"a01": _per_port()["results"]}, "hcas": {"include": ["mlx5_0"]}},
+                      warn=print)
+    assert slurm.render_tree_conf(listed) == slurm.render_tree_conf(topology)
+
+
+def test_a_failed_per_port_run_is_an_error_naming_the_node_and_the_port():
+    with pytest.raises(TopologyError, match=r"params.ibnetdiscover.a01\[1\] \(mlx5_1\): the command failed \(rc=1\): "
+                                            r"ibwarn: port down"):
+        discover("infiniband", {"ibnetdiscover": {"a01": _per_port(stor_rc=1)}}, warn=print)
+    with pytest.raises(TopologyError, match=r"params.ibnetdiscover.a01 is an empty list"):
+        discover("infiniband", {"ibnetdiscover": {"a01": {"results": []}}}, warn=print)
