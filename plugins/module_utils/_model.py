@@ -15,10 +15,17 @@ so a 100k-node model is a few hundred KB.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    NodeDataError,
+    NodeUnhealthy,
+    TopologyError,
+    check_known_keys,
+    clip,
+)
 
 COMPACT_FORMAT = "aifactory.topology/v1"
 
@@ -43,6 +50,27 @@ class Node:
         self.labels = labels or {}
 
 
+class Quarantined:
+    """A node left out of the map: in no block, under no switch, without topology labels."""
+
+    __slots__ = ("node", "identifier", "source", "reason", "unhealthy")
+
+    def __init__(self, node, identifier, source, reason, unhealthy):
+        self.node = node              # the node's name, or None when the name itself is the problem
+        self.identifier = identifier  # the name, or the raw identifier clipped and escaped
+        self.source = source          # where the data came from (provider, accelerator, record)
+        self.reason = reason          # the error that quarantined it, clipped
+        self.unhealthy = unhealthy    # a valid node reported unhealthy (drain/taint may act on it)
+
+    def as_dict(self):
+        return {"node": self.node, "identifier": self.identifier, "source": self.source, "reason": self.reason,
+                "kind": "unhealthy" if self.unhealthy else "invalid"}
+
+
+MAX_REASON_LENGTH = 300
+MAX_REPORTED_QUARANTINE = 1000  # a result lists this many; the count in the summary is exact
+
+
 class Topology:
     """Switch forest + domains + nodes. Build it through the add_* methods, then validate()."""
 
@@ -54,6 +82,35 @@ class Topology:
         # One expansion budget for every hostlist of one discovery or model (a whole run).
         self.host_budget = hostlist.HostBudget()
         self._checked_names: set[str] = set()  # switch and domain names add_node has checked
+        # Nodes whose own data was unusable, by identifier: left out, reported, counted by the guards.
+        self.quarantined: dict[str, Quarantined] = {}
+
+    # -- quarantine ---------------------------------------------------------------------
+
+    def quarantine(self, identifier, source, reason, unhealthy=False):
+        """Leave one node out of the map: ``identifier`` is its name, or the raw value that is not one."""
+        node = identifier if name_problem(identifier) is None else None
+        shown = node if node is not None else clip(identifier)
+        if shown in self.quarantined:
+            return
+        if node is not None:
+            self.nodes.pop(node, None)
+        reason = str(reason)
+        if len(reason) > MAX_REASON_LENGTH:
+            reason = reason[:MAX_REASON_LENGTH] + "..."
+        self.quarantined[shown] = Quarantined(node, shown, source, reason, unhealthy)
+
+    def quarantine_report(self, limit=MAX_REPORTED_QUARANTINE):
+        """The result's ``quarantined`` list: the first ``limit`` records (``summary.quarantined`` counts all)."""
+        return [record.as_dict() for record in list(self.quarantined.values())[:limit]]
+
+    @contextlib.contextmanager
+    def per_node(self, identifier, source):
+        """Run one node's record: a NodeDataError in it quarantines that node, the others go on."""
+        try:
+            yield
+        except NodeDataError as exc:
+            self.quarantine(identifier, source, exc, unhealthy=isinstance(exc, NodeUnhealthy))
 
     # -- building -----------------------------------------------------------------------
 
@@ -78,18 +135,22 @@ class Topology:
             switch.name = name
 
     def add_node(self, name, switch=None, domain=None, sub_domain=None, labels=None, source="node"):
-        _require_name(name, source)
+        problem = name_problem(name)
+        if problem is not None:
+            raise NodeDataError(f"{source}: {problem}")
+        if name in self.quarantined:
+            return  # one record of it was unusable: the node stays out, whatever the others say
         for value, what in ((switch, "switch"), (domain, "domain"), (sub_domain, "sub_domain")):
             # Each switch or domain is shared by many nodes: checked once, not once per node.
             if value is not None and not (isinstance(value, str) and value in self._checked_names):
                 _require_name(value, f"{source}: {what} of node {name!r}")
                 self._checked_names.add(value)
         if sub_domain is not None and domain is None:
-            raise TopologyError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
+            raise NodeDataError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
         labels = dict(labels or {})
         for key, value in labels.items():
             if not isinstance(key, str) or not isinstance(value, str):
-                raise TopologyError(f"{source}: labels of node {name!r} must map strings to strings, "
+                raise NodeDataError(f"{source}: labels of node {name!r} must map strings to strings, "
                                     f"got {clip(key)}: {clip(value)}")
         known = self.nodes.get(name)
         if known is None:
@@ -99,9 +160,9 @@ class Topology:
             self.nodes[name] = Node(name, switch, domain, sub_domain, labels)
             return
         if switch is not None and known.switch is not None and known.switch != switch:
-            raise TopologyError(f"node {name!r} is under two leaf switches: {known.switch!r} and {switch!r}")
+            raise NodeDataError(f"node {name!r} is under two leaf switches: {known.switch!r} and {switch!r}")
         if domain is not None and known.domain is not None and known.domain != domain:
-            raise TopologyError(f"node {name!r} is in two domains: {known.domain!r} and {domain!r}")
+            raise NodeDataError(f"node {name!r} is in two domains: {known.domain!r} and {domain!r}")
         known.switch = known.switch or switch
         known.domain = known.domain or domain
         known.sub_domain = known.sub_domain or sub_domain
@@ -121,7 +182,7 @@ class Topology:
         self.add_node(names[0], switch, domain, sub_domain, labels, source)  # checks what they share
         labels = labels or {}
         for name in names[1:]:
-            if name in nodes:
+            if name in nodes or name in self.quarantined:
                 self.add_node(name, switch, domain, sub_domain, labels, source)
             else:
                 nodes[name] = Node(name, switch, domain, sub_domain, dict(labels))
@@ -169,6 +230,9 @@ class Topology:
 
     def validate(self) -> "Topology":
         if not self.nodes:
+            if self.quarantined:
+                raise TopologyError(f"every node was quarantined ({len(self.quarantined)}), so nothing is left to "
+                                    f"map: {quarantine_summary(self)}")
             raise TopologyError("the topology is empty: it has no nodes")
         self.check_switch_forest()
         self.check_unique_switch_names()
@@ -317,7 +381,15 @@ class Topology:
             "placeholder_domains": sorted(declared - set(domains), key=hostlist.natural_key),
             "nodes_without_domain": sum(1 for node in self.nodes.values() if node.domain is None),
             "nodes_without_switch": sum(1 for node in self.nodes.values() if node.switch is None),
+            "quarantined": len(self.quarantined),
         }
+
+
+def quarantine_summary(topology, shown=5):
+    """One line naming the first quarantined nodes and why (the warning and the error use it)."""
+    records = list(topology.quarantined.values())
+    text = "; ".join(f"{record.identifier} ({record.reason})" for record in records[:shown])
+    return text + (f"; and {len(records) - shown} more" if len(records) > shown else "")
 
 
 # Names end up verbatim in Slurm's files (topology.conf records, hostlist expressions, ``#``

@@ -5,8 +5,8 @@
 Each node runs ``nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId --format=csv,noheader``
 (one row per GPU). The rows of a node must agree; its domain is ``<clusterUuid>.<cliqueId>``,
 as in Topograph's infiniband providers. A node with a GPU outside any fabric (``N/A``, an
-all-zero cluster UUID) or with GPUs in different cliques fails the whole run, naming it:
-a wrong domain would let Slurm place one job across two NVLink domains.
+all-zero cluster UUID) or with GPUs in different cliques is quarantined (left out of the map,
+reported by name): a wrong domain would let Slurm place one job across two NVLink domains.
 
 Providers take it as ``params.accelerator: {source: nvidia_smi, nvidia_smi: {node: output}}``; an
 output may also be the node's ``topology_node`` fact from aifactory.topology.topology_facts (or its
@@ -76,7 +76,11 @@ def facts_domain(node, facts, where):
 def _domain_of(node, value, where):
     if isinstance(value, dict) and ("nvlink" in value or "clique_id" in value):
         return facts_domain(node, value, where)
-    return node_domain(node, command_output(value, where))
+    try:
+        text = command_output(value, where)
+    except TopologyError as exc:  # nvidia-smi failed there: that node's driver or GPUs, not the run
+        raise NodeUnhealthy(str(exc)) from None
+    return node_domain(node, text)
 
 
 def apply_nvidia_smi_domains(topology, outputs, warn=None):
@@ -88,15 +92,18 @@ def apply_nvidia_smi_domains(topology, outputs, warn=None):
     if not isinstance(outputs, dict) or not outputs:
         raise TopologyError("accelerator.nvidia_smi must map each node to its nvidia-smi output")
     warn = warn or (lambda message: None)
-    domains = {str(node): _domain_of(node, value, f"accelerator.nvidia_smi.{node}") for node, value in outputs.items()}
     added = []
-    for node, domain in domains.items():
-        known = topology.nodes.get(node)
-        if known is None:
-            added.append(node)
-            topology.add_node(node, domain=domain, source=f"accelerator.nvidia_smi.{node}")
-        elif known.domain != domain:
-            known.domain, known.sub_domain = domain, None
+    for node, value in outputs.items():
+        node = str(node)
+        # One node's output (a tray out of its fabric, GPUs in two cliques) quarantines that node.
+        with topology.per_node(node, "nvidia_smi"):
+            domain = _domain_of(node, value, f"accelerator.nvidia_smi.{node}")
+            known = topology.nodes.get(node)
+            if known is None:
+                topology.add_node(node, domain=domain, source=f"accelerator.nvidia_smi.{node}")
+                added.append(node)
+            elif known.domain != domain:
+                known.domain, known.sub_domain = domain, None
     if added:
         warn(f"{len(added)} nodes with nvidia-smi output are not in the {len(topology.nodes) - len(added)}-node tree "
              f"and get no switch: {hostlist.compress(added)}")

@@ -70,6 +70,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see O(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 content:
   description: The file content (with O(header)).
   returned: success
@@ -110,6 +121,9 @@ summary:
       returned: for topology.yaml
     nodes:
       description: Number of nodes in the model.
+      type: int
+    quarantined:
+      description: Nodes quarantined in this run (all of them; the C(quarantined) list shows the first 1000).
       type: int
     warnings:
       description: The warnings this run emitted (also shown as Ansible warnings).
@@ -175,7 +189,8 @@ def main():
         body, summary = job.render(topology, params, resolve_partition, warn)
         summary["warnings"] = warnings
         content = job.with_header(body, params["header"])
-        result = {"changed": False, "content": content, "summary": summary}
+        result = {"changed": False, "content": content, "summary": summary,
+                  "quarantined": topology.quarantine_report()}
         if params["dest"]:
             shrink_guard.check_max_node_loss(params["max_node_loss"])
             # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.

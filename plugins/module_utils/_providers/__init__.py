@@ -17,6 +17,7 @@ from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _deadline
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip, unknown_keys_message
+from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
 REDACTED = "********"
@@ -128,6 +129,7 @@ def discover(name, params=None, creds=None, warn=None):
     if not math.isfinite(deadline) or deadline <= 0:
         raise TopologyError(f"provider {name}: params.discovery_timeout must be a positive number of seconds, "
                             f"got {clip(deadline)}")
+    invalid_nodes = params.pop("invalid_nodes")
     warn = warn or (lambda message: None)
     with _deadline.discovery_deadline(deadline):
         topology = load(name)(params, creds, warn)
@@ -135,4 +137,9 @@ def discover(name, params=None, creds=None, warn=None):
         # pylint: disable-next=import-outside-toplevel
         from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_accelerator
         apply_accelerator(topology, accelerator, warn)
+    if topology.quarantined:
+        if invalid_nodes == "fail":
+            raise TopologyError(f"provider {name}: {len(topology.quarantined)} nodes have unusable data "
+                                f"(params.invalid_nodes is fail): {quarantine_summary(topology)}")
+        warn(f"{len(topology.quarantined)} nodes quarantined (left out of the map): {quarantine_summary(topology)}")
     return topology.validate()

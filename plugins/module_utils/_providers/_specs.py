@@ -47,6 +47,14 @@ DISCOVERY_TIMEOUT = {
     "description": "Seconds the whole discovery may take: every request, retry and wait of it.",
 }
 
+INVALID_NODES = {
+    "type": "str", "choices": ["quarantine", "fail"], "default": "quarantine",
+    "description": "What unusable data about one node does (a name the rule refuses, GPUs outside their NVLink "
+                   "fabric or in two cliques, a malformed per-node record): `quarantine` leaves that node out of "
+                   "the map and reports it in `quarantined`; `fail` fails the run. Problems with the whole input "
+                   "always fail.",
+}
+
 # Retry and TLS settings of every provider that speaks HTTP or gRPC (_providers._cloud).
 HTTP_SETTINGS = {
     "timeout": {"type": "float", "default": 30.0, "description": "Seconds per request."},
@@ -85,10 +93,11 @@ def _cloud_params(page_size, page_size_means, extra, region="region"):
 
 
 def _with_accelerator(spec):
-    """``spec`` plus what every provider takes: ``accelerator`` and ``discovery_timeout``."""
+    """``spec`` plus what every provider takes: ``accelerator``, ``discovery_timeout``, ``invalid_nodes``."""
     spec = dict(spec)
     spec["accelerator"] = ACCELERATOR
     spec["discovery_timeout"] = DISCOVERY_TIMEOUT
+    spec["invalid_nodes"] = INVALID_NODES
     return spec
 
 

@@ -40,7 +40,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _input_f
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._patterns import NameSelector
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -283,7 +283,7 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
                     if not switch_selector.excludes(sid, names.get(sid))}
     else:
         switches = every_switch
-    host_facing, leaves, unnamed, placeholders = set(), {}, [], set()
+    host_facing, leaves, unnamed, placeholders, refused = set(), {}, [], set(), {}
     others = {}  # leaf -> hosts on it that are not cluster nodes (or whose HCA was not selected)
     leaf_hcas = {}  # leaf -> {node: HCA names}
     for hca_id, hca in fabric.of_kind("Ca").items():
@@ -305,13 +305,20 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
             attached = [leaf for leaf in attached if switch_selector.included(leaf, names.get(leaf))]
         if (wanted is not None and name not in wanted) or (
                 hca_selector is not None and not hca_selector.selects(hca_id, hca_name)):
-            for leaf in attached:
-                others.setdefault(leaf, set()).add(name)
+            if name_problem(name) is None:  # only names fit to be shown in a message
+                for leaf in attached:
+                    others.setdefault(leaf, set()).add(name)
             continue
         # Any host with root on the fabric sets its description: the name is checked here,
-        # where its origin is known, before it reaches a Slurm file.
-        check_name(name, f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}"
-                   if name == described else f"params.node_map value for HCA {clip(hca_id)}")
+        # where its origin is known, before it reaches a Slurm file. A bad description is that
+        # host's problem (quarantined); a bad params.node_map value is the operator's (fatal).
+        if name == described:
+            problem = name_problem(name)
+            if problem is not None:
+                refused[name] = f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}: {problem}"
+                continue
+        else:
+            check_name(name, f"params.node_map value for HCA {clip(hca_id)}")
         for leaf in attached:
             leaves.setdefault(leaf, set()).add(name)
             leaf_hcas.setdefault(leaf, {}).setdefault(name, set()).add(hca_name or clip(hca_id))
@@ -325,7 +332,10 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
           for sid in switches}
     tiers = _merger.collapse(_merger.tiers_bottom_up(leaves, up), warn)
     names = {sid: name for sid, name in names.items() if sid in switches}
-    topology = _merger.add_tree(Topology(), tiers, names)
+    topology = Topology()
+    for name, reason in refused.items():
+        topology.quarantine(name, "infiniband", reason)
+    topology = _merger.add_tree(topology, tiers, names)
     _warn_split_tree(topology, fabric, names, warn)
     _merger.keep_unique_names(topology, warn)
     if wanted is None and (unnamed or placeholders):

@@ -130,9 +130,34 @@ def node_diff(changes):
     }
 
 
+def check_quarantine_share(nodes, quarantined, keys, max_node_loss, force, warn):
+    """Refuse to unlabel quarantined nodes when they are more than ``max_node_loss`` % of the labelled nodes.
+
+    A mass failure (a fabric manager down, every tray degraded) would otherwise take every node out of
+    the schedulers' topology at once; like the Slurm file guard, ``force`` accepts it with a warning.
+    """
+    labelled = [name for name, node in nodes.items() if keys.managed(node.labels)]
+    losing = [name for name in quarantined if name in nodes and keys.managed(nodes[name].labels)]
+    if not losing:
+        return
+    share = 100.0 * len(losing) / len(labelled)
+    if share <= max_node_loss:
+        return
+    message = (f"{len(losing)} of {len(labelled)} labelled nodes are quarantined ({share:.1f}% > max_node_loss "
+               f"{max_node_loss:g}%): {hostlist.compress(losing)[:200]}")
+    if not force:
+        raise TopologyError(f"refusing to remove the topology labels of {message}; nothing was written. "
+                            "Fix the cause, or set force: true to accept")
+    warn(f"force: removing the topology labels of {message}")
+
+
 def reconcile_node_labels(client, topology, keys, options, node_selector=None, no_topology_value=None,
-                          clean_absent_nodes=True, warn=None, diff=False):
-    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff)."""
+                          clean_absent_nodes=True, warn=None, diff=False, max_node_loss=10.0, force=False):
+    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff).
+
+    Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
+    topology-aware schedulers do not count them; the share is bounded by ``max_node_loss``.
+    """
     warn = warn or (lambda message: None)
     _labels.check_node_names(topology.nodes, "the topology")
     desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
@@ -149,6 +174,9 @@ def reconcile_node_labels(client, topology, keys, options, node_selector=None, n
             raise TopologyError(f"none of the {len(nodes)} listed nodes is in the topology; refusing to remove the "
                                 f"topology labels of {len(labelled)} nodes (wrong cluster, node_selector or topology?)")
         desired.update({name: {} for name in labelled})
+    quarantined = [record.node for record in topology.quarantined.values() if record.node is not None]
+    check_quarantine_share(nodes, quarantined, keys, max_node_loss, force, warn)
+    desired.update({name: {} for name in quarantined if name in nodes})
     changes = plan_node_changes(nodes, desired, keys)
     written, error = patch_nodes(client, changes, nodes, keys, options)
     cleaned = sum(1 for change in written if change.name not in topology.nodes)
@@ -158,8 +186,9 @@ def reconcile_node_labels(client, topology, keys, options, node_selector=None, n
         "changes": {change.name: change.after for change in written},
         "summary": {
             "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(written),
-            "nodes_cleaned": cleaned, "nodes_missing": len(missing),
+            "nodes_cleaned": cleaned, "nodes_missing": len(missing), "quarantined": len(topology.quarantined),
         },
+        "quarantined": topology.quarantine_report(),
     }
     return finish_node_writes(result, written, error, diff)
 

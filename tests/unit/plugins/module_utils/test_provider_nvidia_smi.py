@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
@@ -56,21 +58,45 @@ def test_clique_and_cluster_ids_follow_the_model_name_rule(uuid, clique, message
 
 def test_a_node_already_in_the_tree_cannot_get_a_domain_that_is_not_a_name():
     # The tree's nodes get the domain by assignment, past add_node's check: node_domain is where it is checked.
-    topology = Topology()
-    topology.add_node("gpu1", domain="old")
     gathered = {"nvlink": {"cluster_uuid": UUID_A, "clique_id": "c" * 2000}}
     for output in ("x BlockName=evil Nodes=victim[01-99], 7\n", gathered):
-        with pytest.raises(TopologyError, match="accelerator.nvidia_smi.gpu1|nvidia-smi output of gpu1, row 1"):
-            apply_nvidia_smi_domains(topology, {"gpu1": output})
-        assert topology.nodes["gpu1"].domain == "old"
+        topology = Topology()
+        topology.add_node("gpu1", domain="old")
+        topology.add_node("gpu2", domain="old")
+        apply_nvidia_smi_domains(topology, {"gpu1": output})
+        assert list(topology.nodes) == ["gpu2"] and topology.nodes["gpu2"].domain == "old"
+        record = topology.quarantined["gpu1"]
+        assert (record.node, record.source, record.unhealthy) == ("gpu1", "nvidia_smi", False)
+        assert re.search("accelerator.nvidia_smi.gpu1|nvidia-smi output of gpu1, row 1", record.reason)
 
 
-def test_one_bad_node_fails_the_whole_run_and_changes_nothing():
+def test_one_bad_node_is_quarantined_as_unhealthy_and_the_others_get_their_domain():
     topology = Topology()
     topology.add_node("gpu1")
-    with pytest.raises(TopologyError, match="gpu2, row 1"):
-        apply_nvidia_smi_domains(topology, {"gpu1": rows(UUID_A, 1), "gpu2": "N/A, N/A\n"})
-    assert topology.nodes["gpu1"].domain is None
+    topology.add_node("gpu2")
+    apply_nvidia_smi_domains(topology, {"gpu1": rows(UUID_A, 1), "gpu2": "N/A, N/A\n"})
+    assert topology.nodes["gpu1"].domain == f"{UUID_A}.1" and "gpu2" not in topology.nodes
+    record = topology.quarantined["gpu2"]
+    assert record.unhealthy and record.reason.startswith("nvidia-smi output of gpu2, row 1: fabric.clusterUuid is 'N/A'")
+    assert topology.quarantine_report() == [{"node": "gpu2", "identifier": "gpu2", "source": "nvidia_smi",
+                                             "reason": record.reason, "kind": "unhealthy"}]
+
+
+def test_a_node_quarantined_once_stays_out_whatever_a_later_record_says():
+    topology = Topology()
+    topology.quarantine("gpu1", "nvidia_smi", "its GPUs are in two cliques")
+    topology.add_node("gpu1", switch=None, domain="rack1")
+    topology.add_nodes(["gpu0", "gpu1", "gpu2"], domain="rack1")
+    assert sorted(topology.nodes) == ["gpu0", "gpu2"] and list(topology.quarantined) == ["gpu1"]
+
+
+def test_every_node_quarantined_is_an_error_of_the_whole_run():
+    topology = Topology()
+    topology.add_node("gpu1")
+    apply_nvidia_smi_domains(topology, {"gpu1": "N/A, N/A\n"})
+    with pytest.raises(TopologyError, match=r"every node was quarantined \(1\), so nothing is left to map: gpu1 "
+                                            r"\(nvidia-smi output of gpu1, row 1"):
+        topology.validate()
 
 
 def test_nodes_outside_the_tree_are_added_without_a_switch_and_reported():
@@ -85,9 +111,12 @@ def test_nodes_outside_the_tree_are_added_without_a_switch_and_reported():
     assert warnings == ["1 nodes with nvidia-smi output are not in the 1-node tree and get no switch: gpu2"]
 
 
-def test_a_failed_nvidia_smi_task_is_an_error():
-    with pytest.raises(TopologyError, match=r"accelerator.nvidia_smi.gpu1: the command failed \(rc=9\): NVIDIA-SMI has failed"):
-        apply_nvidia_smi_domains(Topology(), {"gpu1": {"stdout": "", "rc": 9, "stderr": "NVIDIA-SMI has failed"}})
+def test_a_failed_nvidia_smi_task_quarantines_that_node_as_unhealthy():
+    topology = Topology()
+    apply_nvidia_smi_domains(topology, {"gpu1": {"stdout": "", "rc": 9, "stderr": "NVIDIA-SMI has failed"}})
+    record = topology.quarantined["gpu1"]
+    assert record.unhealthy
+    assert record.reason == "accelerator.nvidia_smi.gpu1: the command failed (rc=9): NVIDIA-SMI has failed"
 
 
 IB = (FIXTURES / "ibnetdiscover-example.out").read_text()

@@ -200,8 +200,9 @@ def test_nvidia_smi_source_takes_gathered_facts_and_names_a_node_without_a_cliqu
     topology.add_node("gpu1")
     apply_nvidia_smi_domains(topology, {"gpu1": node, "gpu2": node["nvlink"]})
     assert topology.nodes["gpu1"].domain == topology.nodes["gpu2"].domain == f"{UUID}.32766"
-    with pytest.raises(TopologyError, match="accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no NVLink clique"):
-        apply_nvidia_smi_domains(Topology(), {"gpu3": {"hostname": "gpu3", "nvlink": {}}})
+    apply_nvidia_smi_domains(topology, {"gpu3": {"hostname": "gpu3", "nvlink": {}}})
+    assert topology.quarantined["gpu3"].reason.startswith(
+        "accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no NVLink clique")
 
 
 def test_annotations_for_kubernetes_from_facts():
