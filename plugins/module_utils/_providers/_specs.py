@@ -309,7 +309,7 @@ NODE_LABELS_PARAMS = _with_accelerator(dict(
     sub_domain_label={"type": "str", "description": "The sub-domain label; default `accelerator.topograph.run/sub-domain`."},
     on_missing_label={"type": "str", "choices": list(ON_MISSING_LABEL), "default": "partial",
                       "description": "A node without one of the `fabric_labels` (or a preset's): `partial` keeps the "
-                                     "tiers from 0 up to the first missing one (a gap is an error); `skip` leaves the "
+                                     "tiers from 0 up to the first missing one (a node with a gap is quarantined); `skip` leaves the "
                                      "node out with a warning, `fail` fails naming the node and label (Topograph's "
                                      "`onMissingLabel`; `skip` is its default)."},
     require_ready={"type": "bool", "default": False,

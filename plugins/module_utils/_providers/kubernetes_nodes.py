@@ -139,8 +139,9 @@ def _tier_path(name, labels, keys, on_missing):
         return path
     if on_missing == "skip":
         return None
-    raise NodeDataError(problem + ("; tiers must start at tier 0 with no gap" if on_missing == "partial" else
-                                   " (on_missing_label: fail)"))
+    if on_missing == "fail":
+        raise TopologyError(problem + " (on_missing_label: fail)")
+    raise NodeDataError(problem + "; tiers must start at tier 0 with no gap")
 
 
 def discover_node_labels(params, creds, warn, client=None):
@@ -165,7 +166,11 @@ def discover_node_labels(params, creds, warn, client=None):
             not_ready.append(name)
             continue
         labels = (item.get("metadata") or {}).get("labels") or {}
-        path = _tier_path(name, labels, keys, on_missing)
+        path, quarantined = None, True
+        with topology.per_node(name, "node_labels"):  # a gap in one node's tiers quarantines that node
+            path, quarantined = _tier_path(name, labels, keys, on_missing), False
+        if quarantined:
+            continue
         if path is None:
             skipped.append(name)
             continue
@@ -184,7 +189,8 @@ def discover_node_labels(params, creds, warn, client=None):
         raise TopologyError(f"no listed node has topology labels ({len(listed)} nodes listed"
                             + (f", {len(deleted)} being deleted" if deleted else "")
                             + (f", {len(not_ready)} not Ready" if not_ready else "")
-                            + (f", {len(skipped)} missing a tier label" if skipped else "") + ")")
+                            + (f", {len(skipped)} missing a tier label" if skipped else "")
+                            + (f", {len(topology.quarantined)} quarantined" if topology.quarantined else "") + ")")
     if deleted:
         warn(f"{len(deleted)} nodes are being deleted and are left out: {hostlist.compress(deleted)}")
     if not_ready:

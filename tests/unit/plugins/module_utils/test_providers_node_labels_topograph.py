@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, kubernetes_nodes
 
 from .test_providers_kubernetes import ListedNodes as Nodes
@@ -30,6 +30,15 @@ def run(params, *nodes):
     warnings = []
     client = Nodes(*nodes)
     return kubernetes_nodes.discover_node_labels(params, {}, warnings.append, client), warnings
+
+
+def discover_with(monkeypatch, params, *nodes):
+    """Through the registry (spec validation, quarantine report), the listed nodes standing in for the API."""
+    original = kubernetes_nodes.discover_node_labels
+    monkeypatch.setattr(kubernetes_nodes, "discover_node_labels",
+                        lambda p, c, w, client=None: original(p, c, w, Nodes(*nodes)))
+    warnings = []
+    return discover("node_labels", params, warn=warnings.append), warnings
 
 
 def crusoe(name, partition, pod, clique=None):
@@ -70,11 +79,17 @@ HALF = node("half", {PARTITION: PARTITION_A})  # a partition without a pod: a ga
 POD_ONLY = node("pod-only", {POD: POD_A2})  # a pod without its partition
 
 
-def test_on_missing_label_partial_keeps_the_tiers_up_to_the_first_missing_one_and_refuses_a_gap():
+def test_on_missing_label_partial_keeps_the_tiers_up_to_the_first_missing_one_and_quarantines_a_gap(monkeypatch):
     topology, _warnings = run({"preset": "crusoe"}, FULL, POD_ONLY)
     assert topology.nodes["pod-only"].switch == POD_A2 and topology.switches[POD_A2].parent is None
-    with pytest.raises(NodeDataError, match=f"node half: has {PARTITION} but no {POD}; tiers must start at tier 0"):
-        run({"preset": "crusoe"}, FULL, HALF)
+    gapped, _warnings = run({"preset": "crusoe"}, FULL, HALF)
+    assert list(gapped.nodes) == ["gpu-01"]
+    assert gapped.quarantined["half"].reason == f"node half: has {PARTITION} but no {POD}; tiers must start at tier 0 with no gap"
+    # Through the registry: quarantined and reported, or fatal with invalid_nodes: fail.
+    with pytest.raises(TopologyError, match=r"provider node_labels: 1 nodes have unusable data \(params.invalid_nodes is fail\)"):
+        discover_with(monkeypatch, {"preset": "crusoe", "invalid_nodes": "fail"}, FULL, HALF)
+    reported, warnings = discover_with(monkeypatch, {"preset": "crusoe"}, FULL, HALF)
+    assert list(reported.nodes) == ["gpu-01"] and warnings[-1].startswith("1 nodes quarantined (left out of the map): ")
 
 
 def test_on_missing_label_skip_leaves_both_out_with_a_warning():
@@ -86,15 +101,15 @@ def test_on_missing_label_skip_leaves_both_out_with_a_warning():
 
 def test_on_missing_label_fail_names_the_node_and_the_label():
     params = {"preset": "crusoe", "on_missing_label": "fail"}
-    with pytest.raises(NodeDataError, match=f"node half: has {PARTITION} but no {POD} \\(on_missing_label: fail\\)"):
+    with pytest.raises(TopologyError, match=f"node half: has {PARTITION} but no {POD} \\(on_missing_label: fail\\)"):
         run(params, FULL, HALF)
-    with pytest.raises(NodeDataError, match=f"node pod-only: has no {PARTITION} label \\(it has {POD}\\) "
+    with pytest.raises(TopologyError, match=f"node pod-only: has no {PARTITION} label \\(it has {POD}\\) "
                                             r"\(on_missing_label: fail\)"):
         run(params, FULL, POD_ONLY)
 
 
 def test_fail_also_refuses_a_node_with_no_tier_label_at_all():
-    with pytest.raises(NodeDataError, match=f"node cpu-01: has no {POD} label \\(on_missing_label: fail\\)"):
+    with pytest.raises(TopologyError, match=f"node cpu-01: has no {POD} label \\(on_missing_label: fail\\)"):
         run({"preset": "crusoe", "on_missing_label": "fail"}, crusoe("gpu-01", PARTITION_A, POD_A1), node("cpu-01", {}))
 
 
