@@ -393,9 +393,7 @@ def _refuse_swallowing_leaves(leaves, names, others, leaf_hcas):
                 if other is not group:
                     shared[other] = shared.get(other, 0) + 1
         held = [other for other, count in shared.items() if 2 * count > len(other)]
-        apart = [(a, b) for index, a in enumerate(held) for b in held[index + 1:]
-                 if 2 * len(a & b) < min(len(a), len(b))]
-        if not apart:
+        if not any(2 * len(a & b) < min(len(a), len(b)) for index, a in enumerate(held) for b in held[index + 1:]):
             continue
         leaf = group_leaves[0]
         label = names.get(leaf, leaf)

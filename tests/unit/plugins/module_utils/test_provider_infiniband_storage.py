@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, infiniband
 
 from ...conftest_paths import FIXTURES, GOLDEN, REPO
 
@@ -32,6 +32,16 @@ def test_the_fixture_is_the_documented_two_pod_clos_with_a_storage_leaf_on_the_c
     stor_leaf = text.split('# "MF0;DC1-STOR-LEAF-1:MQM9790/U1" enhanced')[1].split("\n\n")[0]
     assert '"stor-01 mlx5_0"' in stor_leaf and '"stor-02 mlx5_0"' in stor_leaf
     assert stor_leaf.count("DC1-CORE-") == 2
+
+
+def test_without_the_check_the_merge_gives_the_one_switch_map_of_the_issue(monkeypatch):
+    # The reproduction: what the provider wrote before, with only a "not a clean Clos" warning.
+    monkeypatch.setattr(infiniband, "_refuse_swallowing_leaves", lambda *args: None)
+    topology, warnings = run()
+    assert slurm.render_tree_conf(topology) == (
+        "# DC1-CORE-1=S-0c42a10300aa0001\nSwitchName=DC1-CORE-1 Switches=DC1-STOR-LEAF-1\n"
+        "# DC1-STOR-LEAF-1=S-0c42a10300aa0301\nSwitchName=DC1-STOR-LEAF-1 Nodes=gpu-[01-12],stor-[01-02]\n")
+    assert len(warnings) == 1 and "(the fabric is not a clean Clos" in warnings[0]
 
 
 @pytest.mark.parametrize("params", [{}, {"nodes": NODES}], ids=["every-host", "params.nodes"])
