@@ -44,7 +44,7 @@ options:
             (default quarantine).'
           - 'For V(inventory): C(domains), C(switches), C(nodes), C(hosts), C(invalid_nodes) (default quarantine).'
           - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map), C(node_facts),
-            C(invalid_nodes) (default quarantine).'
+            C(switches), C(hcas), C(invalid_nodes) (default quarantine).'
           - 'For V(netq): C(api_url) (required), C(nmx_url), C(nmx) (default true), C(nodes), C(timeout) (default 30),
             C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(invalid_nodes) (default quarantine).'
@@ -77,8 +77,9 @@ options:
           - 'For V(dra): C(node_selector), C(instance_annotation) (default topograph.run/instance), C(request_timeout)
             (default 60), C(label) (default nvidia.com/gpu.clique), C(invalid_nodes) (default quarantine).'
           - 'For V(node_labels): C(node_selector), C(instance_annotation) (default topograph.run/instance),
-            C(request_timeout) (default 60), C(fabric_labels), C(accelerator_label), C(sub_domain_label), C(invalid_nodes)
-            (default quarantine).'
+            C(request_timeout) (default 60), C(preset), C(fabric_labels), C(accelerator_label), C(sub_domain_label),
+            C(on_missing_label) (default partial), C(require_ready) (default false), C(switch_ids) (default label),
+            C(invalid_nodes) (default quarantine).'
         type: dict
         default: {}
       creds:
