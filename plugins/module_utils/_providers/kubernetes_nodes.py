@@ -25,7 +25,7 @@ import hashlib
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
@@ -144,6 +144,16 @@ def _tier_path(name, labels, keys, on_missing):
     raise NodeDataError(problem + "; tiers must start at tier 0 with no gap")
 
 
+def _check_label_values(name, path, keys, domain, sub_domain, domain_label, sub_label):
+    """A NodeDataError naming the label when one of the node's values cannot be a switch or domain name."""
+    values = [(value, keys.fabric_key(tier)) for tier, value in enumerate(path)]
+    values += [(value, label) for value, label in ((domain, domain_label), (sub_domain, sub_label)) if value is not None]
+    for value, label in values:
+        problem = name_problem(value)
+        if problem is not None:
+            raise NodeDataError(f"node {name} label {label}: {problem}")
+
+
 def discover_node_labels(params, creds, warn, client=None):
     fabric_labels, accelerator_label = _preset(params)
     keys = _labels.LabelKeys(fabric_labels, accelerator_label)
@@ -166,16 +176,19 @@ def discover_node_labels(params, creds, warn, client=None):
             not_ready.append(name)
             continue
         labels = (item.get("metadata") or {}).get("labels") or {}
-        path, quarantined = None, True
-        with topology.per_node(name, "node_labels"):  # a gap in one node's tiers quarantines that node
-            path, quarantined = _tier_path(name, labels, keys, on_missing), False
+        path, domain, sub_domain, quarantined = None, None, None, True
+        # A gap in one node's tiers, or a tier or domain value the name rule refuses, quarantines that node.
+        with topology.per_node(name, "node_labels"):
+            path = _tier_path(name, labels, keys, on_missing)
+            domain = (labels.get(keys.accelerator_label) or "").strip() or None
+            sub_domain = (labels.get(sub_label) or "").strip() or None if domain else None
+            _check_label_values(name, path or [], keys, domain, sub_domain, keys.accelerator_label, sub_label)
+            quarantined = False
         if quarantined:
             continue
         if path is None:
             skipped.append(name)
             continue
-        domain = (labels.get(keys.accelerator_label) or "").strip() or None
-        sub_domain = (labels.get(sub_label) or "").strip() or None if domain else None
         if not path and domain is None:
             without.append(name)
             continue

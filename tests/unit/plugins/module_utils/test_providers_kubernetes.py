@@ -78,3 +78,13 @@ def test_node_labels_with_custom_keys_gaps_and_conflicts():
     with pytest.raises(TopologyError, match="switch 'l1' has two parents"):
         kubernetes_nodes.discover_node_labels({}, {}, print, ListedNodes(
             ("n1", {f"{TIER}0": "l1", f"{TIER}1": "s1"}, {}), ("n2", {f"{TIER}0": "l1", f"{TIER}1": "s2"}, {})))
+
+
+def test_a_label_value_the_name_rule_refuses_quarantines_that_node_naming_the_label():
+    # Tenants with node-label rights (or a bad controller) set these; one node's value is that node's problem.
+    listed = ListedNodes(("n1", {f"{TIER}0": "leaf 1"}, {}), ("n2", {f"{TIER}0": "l1", "accelerator.topograph.run/domain": "r,1"}, {}),
+                         ("n3", {f"{TIER}0": "l1", "accelerator.topograph.run/domain": "r1"}, {}))
+    topo = kubernetes_nodes.discover_node_labels({}, {}, print, listed)
+    assert list(topo.nodes) == ["n3"] and sorted(topo.quarantined) == ["n1", "n2"]
+    assert topo.quarantined["n1"].reason.startswith(f"node n1 label {TIER}0: 'leaf 1' contains white space")
+    assert topo.quarantined["n2"].reason.startswith("node n2 label accelerator.topograph.run/domain: 'r,1' contains ','")
