@@ -18,7 +18,7 @@ PREFIX = "ansible_collections.aifactory.topology.plugins.module_utils"
 BASE = {"_errors", "_deadline", "_hostlist", "_yaml", "_labels", "_input_file", "_command", "_slurm_lines", "_patterns"}
 TRANSPORT = {"_http", "_k8s"}
 PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger", "_node_facts"}
-GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity"}
+GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity", "_metrics"}
 # Event-Driven Ansible support (the event sources in extensions/eda import it): arguments, debounce, watches.
 EVENTS = {"_eda", "_k8s_watch"}
 # What each layer may import.
