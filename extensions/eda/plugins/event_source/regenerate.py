@@ -5,7 +5,10 @@
 ``POST /v1/generate`` with ``Authorization: Bearer <token>`` answers 202 and records one change;
 requests are debounced like every source (``delay``, ``max_wait``), so a burst of requests becomes
 one run. Without the token, or with a wrong one, the answer is 401 and nothing is recorded.
-``GET /healthz`` answers ``ok`` without a token (liveness probes). The optional JSON body
+``GET /healthz`` answers ``ok`` without a token (liveness probes), and ``GET /metrics`` the source's
+counts in the Prometheus text format, from the official client ``prometheus-client`` and a
+registry of its own (requests accepted, refused by reason, debounced runs, changes pending, the
+time of the last accepted request); neither shows a token or a request. The optional JSON body
 ``{"reason": "..."}`` (at most 64 KiB) is carried in the event; the token and the request headers
 never are.
 
@@ -25,6 +28,7 @@ import logging
 import os
 import ssl
 import sys
+import time
 
 try:
     from ansible_collections.aifactory.topology.plugins.module_utils import _eda
@@ -76,9 +80,49 @@ def authorized(request, token):
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
+METRIC_PREFIX = "aifactory_topology_regenerate_"
+
+
+def metrics_registry(stats, debouncer, last_event):
+    """A private registry whose collector reads ``stats``, ``debouncer`` and ``last_event`` at each scrape."""
+    try:
+        from prometheus_client import CollectorRegistry  # pylint: disable=import-outside-toplevel
+        from prometheus_client.core import (  # pylint: disable=import-outside-toplevel
+            CounterMetricFamily,
+            GaugeMetricFamily,
+        )
+    except ImportError:
+        raise _eda.TopologyError(f"{SOURCE}: GET /metrics needs the Python package prometheus-client "
+                                 "(pip install prometheus-client)") from None
+
+    class Collector:
+        def collect(self):
+            counts, bad = stats.snapshot()
+            yield CounterMetricFamily(METRIC_PREFIX + "requests_accepted", "Regenerate requests accepted.",
+                                      value=counts.get("requests accepted", 0))
+            refused = CounterMetricFamily(METRIC_PREFIX + "requests_refused",
+                                          "Requests refused (answered 400, 401 or 413), by reason.", labels=["reason"])
+            for reason, number in sorted(bad.items()):
+                refused.add_metric([reason], number)
+            yield refused
+            yield CounterMetricFamily(METRIC_PREFIX + "runs", "Debounced events put on the rulebook's queue "
+                                      "(each asks for one run).", value=getattr(debouncer, "emitted", 0))
+            yield GaugeMetricFamily(METRIC_PREFIX + "pending_changes", "Accepted requests waiting for the debounce.",
+                                    value=debouncer.pending)
+            yield GaugeMetricFamily(METRIC_PREFIX + "last_request_timestamp_seconds",
+                                    "When the last request was accepted, in seconds since the epoch (0: none yet).",
+                                    value=last_event[0])
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Collector())
+    return registry
+
+
 def application(debouncer, token, stats=None):
     """The endpoint's aiohttp application; each refused request is one bad message of ``stats``."""
     stats = stats or _eda.SourceStats("endpoint", lambda message: LOG.warning("%s: %s", SOURCE, message))
+    last_event = [0.0]
+    registry = metrics_registry(stats, debouncer, last_event)
 
     def refuse(status, error, reason, peer=None):
         # The peer only: a request's headers and body may hold a token.
@@ -107,6 +151,7 @@ def application(debouncer, token, stats=None):
                                   "a body that is not an object with a string reason")
                 reason = body.get("reason", "")[:500]
         stats.count("requests accepted")
+        last_event[0] = time.time()
         debouncer.add({"kind": "request", "name": PATH, "change": "regenerate", "reason": reason,
                        "peer": request.remote or ""})
         return web.json_response({"status": "accepted", "pending": debouncer.pending}, status=202)
@@ -114,9 +159,17 @@ def application(debouncer, token, stats=None):
     async def healthz(_request):
         return web.Response(text="ok")
 
+    async def metrics(_request):
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest  # pylint: disable=import-outside-toplevel
+
+        # As the client's own exposition handler answers: its content type, verbatim.
+        return web.Response(body=generate_latest(registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST, "Cache-Control": "no-store"})
+
     app = web.Application(client_max_size=MAX_BODY)
     app.router.add_post(PATH, generate)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
     return app
 
 
