@@ -30,9 +30,10 @@ OUTPUT := $(ROOT)/tests/output
 # from the cryptography package, and etcd is built from the Go module proxy.)
 # openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
 # busybox-static: the preflight's tiny container (tools/preflight.py); git: the AWX tests' project sync
-# and the release notes.
+# and the release notes. prometheus (with promtool) and prometheus-node-exporter: the alert rules and
+# the metrics against the real thing (tests/integration/test_prometheus.py).
 APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns iptables \
-                busybox-static git
+                busybox-static git prometheus prometheus-node-exporter
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
@@ -298,7 +299,7 @@ build: venv
 	for f in meta/runtime.yml meta/execution-environment.yml requirements.txt bindep.txt LICENSE \
 	         extensions/eda/rulebooks/k8s_topology.yml extensions/eda/rulebooks/slurm_topology.yml \
 	         extensions/eda/plugins/event_source/k8s_nodes.py extensions/eda/plugins/event_source/slurm_nodes.py \
-	         extensions/eda/plugins/event_source/regenerate.py; do \
+	         extensions/eda/plugins/event_source/regenerate.py files/prometheus/aifactory-topology-alerts.yml; do \
 	  grep -qx "$$f" <<<"$$listing" || { echo "ERROR: $$artifact lacks $$f"; exit 1; }; \
 	done; \
 	scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \

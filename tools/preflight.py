@@ -57,6 +57,9 @@ COMMANDS = [
     (["/usr/lib/podman/aardvark-dns", "--version"], "aardvark-dns", "name resolution on podman's networks"),
     (["busybox", "--help"], "busybox-static", "the preflight's own tiny container"),
     (["git", "--version"], "git", "the AWX tests' project sync and the release notes"),
+    (["prometheus", "--version"], "prometheus", "the alert rules' test: a real Prometheus and promtool"),
+    (["prometheus-node-exporter", "--version"], "prometheus-node-exporter",
+     "the alert rules' test: node_exporter's textfile collector"),
 ]
 
 
