@@ -20,8 +20,7 @@ import math
 import os
 import re
 
-import yaml
-
+from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 
 PREFIX = "aifactory_topology_"
@@ -130,8 +129,8 @@ def _summary_counts(result):
 def _yaml_blocks(content):
     """Blocks and placeholders of every block topology of a topology.yaml."""
     try:
-        entries = yaml.safe_load(content)
-    except yaml.YAMLError:
+        entries = _yaml.safe_load(content)
+    except _yaml.YAMLError:
         return {}
     blocks = [block for entry in entries if isinstance(entry, dict) and isinstance(entry.get("block"), dict)
               for block in entry["block"].get("blocks") or [] if isinstance(block, dict)] \

@@ -47,6 +47,22 @@ def gb200(prefix, racks=4, per_rack=18, racks_per_leaf=2, leaf_of=None):
     }
 
 
+def playbook_inventory(directory, k8s, prefix, test_id, **variables):
+    """An inventory for playbooks/k8s.yml: localhost in k8s_topology, a 2 x 3 GB200 topology of ``prefix``, the
+    test bed's kubeconfig, the nodes of ``test_id`` only, plus ``variables``; returns its directory."""
+    inventory = Path(directory) / "inventory"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"k8s_topology": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+    (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump({
+        "topology_provider": {"name": "inventory", "params": gb200(prefix, racks=2, per_rack=3)},
+        "k8s_topology_auth": {"kubeconfig": str(k8s.kubeconfig)},
+        "k8s_topology_node_selector": {TEST_LABEL: test_id},
+        **variables,
+    }))
+    return inventory
+
+
 def node_names(prefix, racks, per_rack=18):
     return [f"{prefix}-r{r:02d}-n{n:02d}" for r in range(1, racks + 1) for n in range(1, per_rack + 1)]
 

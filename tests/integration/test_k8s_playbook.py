@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from tests.ansible_run import REPO, run_playbook
-from tests.integration.k8s_support import TEST_LABEL, client, gb200, make_nodes, new_id, node_names, node_state, written
+from tests.integration.k8s_support import client, make_nodes, new_id, node_names, node_state, playbook_inventory, written
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
 
@@ -31,18 +30,9 @@ def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp
     test_id = new_id()
     prefix = f"t{test_id}"
     make_nodes(k8s, node_names(prefix, 2, 3), test_id)
-    inventory = tmp_path / "inventory"
-    (inventory / "group_vars").mkdir(parents=True)
-    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"k8s_topology": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
-    (inventory / "group_vars" / "all.yml").write_text(yaml.safe_dump({
-        "topology_provider": {"name": "inventory", "params": gb200(prefix, racks=2, per_rack=3)},
-        "k8s_topology_auth": {"kubeconfig": str(k8s.kubeconfig)},
-        "k8s_topology_node_selector": {TEST_LABEL: test_id},
-        "k8s_topology_nfd_namespace": k8s_namespace,
-        "k8s_topology_slinky": {"namespace": k8s_namespace, "configmap_name": "slurm-config",
-                                "plugin": "topology/block"},
-    }))
+    inventory = playbook_inventory(tmp_path, k8s, prefix, test_id, k8s_topology_nfd_namespace=k8s_namespace,
+                                   k8s_topology_slinky={"namespace": k8s_namespace, "configmap_name": "slurm-config",
+                                                        "plugin": "topology/block"})
     api = client(k8s.kubeconfig)
     configmap = _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps", "slurm-config")
     features = _k8s.namespaced_path(k8s_objects.NFD_API, k8s_namespace, "nodefeatures")
