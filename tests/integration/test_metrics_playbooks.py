@@ -3,7 +3,8 @@
 Proves, with ansible-playbook end to end: a first run writes the node_exporter textfile with the
 map's counts; a second run over the same cluster reports no change at all (the file's timestamps
 are refreshed all the same); a run that fails inside the role or the play records the failure,
-keeps the last success time and the counts, and still fails. Without the variable nothing is
+keeps the last success time and the counts, and still fails; a node the discovery quarantines is
+counted. Without the variable nothing is
 written (the other playbook tests run that way).
 """
 
@@ -13,6 +14,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 from prometheus_client import parser
 
 from tests.ansible_run import REPO, ansible_env, recap, run_playbook
@@ -70,6 +72,16 @@ def test_site_writes_the_slurm_metrics_stays_idempotent_and_records_a_failure(tm
     assert after["last_success_timestamp_seconds"] == refreshed["last_success_timestamp_seconds"]
     assert after["last_run_timestamp_seconds"] > refreshed["last_run_timestamp_seconds"]
     assert after["nodes"] == 129 and after["blocks"] == 8
+
+    # One tray's GPUs are in no NVLink fabric: discovery quarantines it, the run succeeds and counts it.
+    provider = yaml.safe_load((inventory / "group_vars" / "all" / "topology.yml").read_text())["topology_provider"]
+    provider["params"]["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": {"gb200-r01-n01": "N/A, N/A\n"}}
+    degraded, (changed, failed) = run_site(inventory, output, textfiles, topology_provider=provider)
+    assert degraded.returncode == 0 and failed == 0, degraded.stdout + degraded.stderr
+    assert changed == 2  # topology.yaml without the tray, the metrics (recovered, one quarantined)
+    counted = metrics(textfiles, "slurm")
+    assert (counted["quarantined_nodes"], counted["nodes"], counted["last_run_failed"]) == (1, 128, 0)
+    assert counted["consecutive_failures"] == 0 and counted["last_run_files_changed"] == 1
 
 
 @pytest.mark.k8s
