@@ -41,9 +41,9 @@ ARG_SPEC = {
 
 # name (without PREFIX) -> help; state metrics decide ``changed``, the per-run ones do not.
 STATE = {
-    "nodes": "Nodes in the topology the last run read (kept from the previous run when it failed).",
-    "blocks": "Blocks written, placeholders included (kept from the previous run when it failed).",
-    "placeholder_blocks": "Empty placeholder blocks written (kept from the previous run when it failed).",
+    "nodes": "Nodes in the topology the last run read (the previous run's when this one reported none).",
+    "blocks": "Blocks written, placeholders included (the previous run's when this one reported none).",
+    "placeholder_blocks": "Empty placeholder blocks written (the previous run's when this one reported none).",
     "quarantined_nodes": "Nodes left out of the map because their data was invalid or unhealthy.",
     "last_run_failed": "1 when the last run failed, 0 when it succeeded.",
     "consecutive_failures": "Runs that failed in a row (0 after a success).",
@@ -153,9 +153,10 @@ def metrics(params, before, now):
     values = {}
     for metric, key in COUNTS.items():
         given = params.get(key)
-        if given is None and (failed or key not in counts):
-            given = before.get(metric, 0)  # a failed run did not change the map on disk
-        values[metric] = int(given if given is not None else counts[key])
+        if given is None:
+            # What the tasks that succeeded report; else the map on disk is still the previous run's.
+            given = counts.get(key, before.get(metric, 0))
+        values[metric] = int(given)
     values["last_run_failed"] = int(failed)
     values["consecutive_failures"] = int(before.get("consecutive_failures", 0)) + 1 if failed else 0
     values["last_run_timestamp_seconds"] = now

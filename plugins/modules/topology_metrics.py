@@ -18,8 +18,9 @@ description:
     results in O(results) (M(aifactory.topology.slurm_topology), M(aifactory.topology.k8s_node_labels), ...), or
     from O(nodes), O(blocks), O(placeholders), O(quarantined) when set. Quarantined nodes are C(summary.quarantined),
     or the length of the result's C(quarantined) list, else 0.
-  - A failed run (O(failed)) keeps the last success time and the counts of the previous file (the map on disk
-    is still that one) and counts the failures in a row.
+  - A failed run (O(failed)) keeps the last success time and counts the failures in a row. Its counts are those
+    that the results of its tasks that succeeded report (a failed or skipped task reports none), else those of the
+    previous file, since the map on disk is still that one.
   - C(changed) reports a change of the map's state (the counts, the failure, the failures in a row), not of
     the timestamps, the duration or the files changed, which differ on every run. Outside check mode the file
     is rewritten on every run all the same, since its freshness is what it is for.

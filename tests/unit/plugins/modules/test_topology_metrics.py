@@ -171,3 +171,12 @@ def test_the_documentation_matches_the_argument_spec(monkeypatch):
         for key in ("type", "default", "required", "elements", "choices"):
             assert option.get(key) == spec[name].get(key), (name, key)
     assert os.path.basename(_metrics.dest({"directory": "/d", "target": "slurm"})) == "aifactory_topology_slurm.prom"
+
+
+def test_a_failed_run_counts_what_its_tasks_that_succeeded_wrote(run, tmp_path):
+    base = {"directory": str(tmp_path), "target": "slurm"}
+    run(dict(base, results=[SLURM]))
+    grown = dict(SLURM, summary=dict(SLURM["summary"], nodes=72))  # written, then a later task failed
+    result = run(dict(base, failed=True, results=[grown, {"failed": True, "msg": "slurm.conf refused"}]))
+    assert result["metrics"]["aifactory_topology_nodes"] == 72
+    assert result["metrics"]["aifactory_topology_last_run_failed"] == 1
