@@ -203,8 +203,11 @@ def test_prometheus_scrapes_both_and_the_stale_map_alert_fires(tmp_path):
             f"--web.listen-address=127.0.0.1:{prometheus_port}", "--web.enable-lifecycle"], tmp_path))
 
         # Both targets up, as Prometheus sees them.
-        up = wait_for("both targets up", lambda: (lambda found: found if len(found) == 2 and all(found.values())
-                                                  else None)(value_of(prometheus_port, "up")), processes)
+        def both_up():
+            found = value_of(prometheus_port, "up")
+            return found if len(found) == 2 and all(found.values()) else None
+
+        up = wait_for("both targets up", both_up, processes)
         assert {dict(labels)["job"] for labels in up} == {"node", "regenerate"}
 
         # The run's textfile arrived through node_exporter, labelled with its target.
@@ -216,13 +219,15 @@ def test_prometheus_scrapes_both_and_the_stale_map_alert_fires(tmp_path):
         # The endpoint's counts: one accepted request, one refused, one debounced run.
         assert post_generate(endpoint.port, endpoint.cafile, TOKEN, b'{"reason": "prometheus test"}')[0] == 202
         assert post_generate(endpoint.port, endpoint.cafile, "wrong-token-0123456789")[0] == 401
-        counts = wait_for("the endpoint's counts", lambda: (lambda found: found if found.get("runs") == 1 and len(
-            found) == 3 else None)({
-                name: value for name, query in (
-                    ("accepted", "aifactory_topology_regenerate_requests_accepted_total"),
-                    ("refused", "sum(aifactory_topology_regenerate_requests_refused_total)"),
-                    ("runs", "aifactory_topology_regenerate_runs_total"))
-                for value in value_of(prometheus_port, query).values()}), processes)
+        def endpoint_counts():
+            found = {name: value for name, query in (
+                ("accepted", "aifactory_topology_regenerate_requests_accepted_total"),
+                ("refused", "sum(aifactory_topology_regenerate_requests_refused_total)"),
+                ("runs", "aifactory_topology_regenerate_runs_total"))
+                for value in value_of(prometheus_port, query).values()}
+            return found if found.get("runs") == 1 and len(found) == 3 else None
+
+        counts = wait_for("the endpoint's counts", endpoint_counts, processes)
         assert counts == {"accepted": 1, "refused": 1, "runs": 1}
         assert list(value_of(prometheus_port, "aifactory_topology_regenerate_last_request_timestamp_seconds > 0"))
 
