@@ -219,6 +219,7 @@ def test_prometheus_scrapes_both_and_the_stale_map_alert_fires(tmp_path):
         # The endpoint's counts: one accepted request, one refused, one debounced run.
         assert post_generate(endpoint.port, endpoint.cafile, TOKEN, b'{"reason": "prometheus test"}')[0] == 202
         assert post_generate(endpoint.port, endpoint.cafile, "wrong-token-0123456789")[0] == 401
+
         def endpoint_counts():
             found = {name: value for name, query in (
                 ("accepted", "aifactory_topology_regenerate_requests_accepted_total"),
