@@ -35,12 +35,12 @@ except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/a
 SOURCE = "aifactory.topology.slurm_nodes"
 LOG = logging.getLogger(SOURCE)
 SPEC = dict(
-    scontrol=("list", ["scontrol"]),
-    slurm_conf=("str", None),
-    interval=("float", 10.0),
-    command_timeout=("float", 30.0),
-    max_output=("int", 256 * 1024 * 1024),  # of JSON: far above 100,000 nodes, still bounded
-    initial_sync=("bool", True),
+    scontrol={"type": "list", "elements": "str", "default": ["scontrol"]},
+    slurm_conf={"type": "str"},
+    interval={"type": "float", "default": 10.0},
+    command_timeout={"type": "float", "default": 30.0},
+    max_output={"type": "int", "default": 256 * 1024 * 1024},  # of JSON: far above 100,000 nodes, still bounded
+    initial_sync={"type": "bool", "default": True},
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
@@ -118,7 +118,7 @@ async def poll(args, stats=None):
 
 
 async def main(queue, args):
-    args = _eda.SourceArgs(SOURCE, args, SPEC)
+    args = _eda.source_args(SOURCE, args, SPEC)
     for name in ("interval", "max_output", "stats_interval"):
         if args[name] <= 0:
             raise _eda.TopologyError(f"{SOURCE}: option {name!r} must be > 0")
