@@ -255,7 +255,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
 
 
 def main():
@@ -272,10 +272,9 @@ def main():
     # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
     gc.disable()
     try:
-        topology = load_topology(module, warn)
-        result = job.analyse(topology, params, read_scontrol_json, warn)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
+        with failing_cleanly(module):
+            topology = load_topology(module, warn)
+            result = job.analyse(topology, params, read_scontrol_json, warn)
     finally:
         gc.enable()
     result["summary"]["warnings"] = warnings

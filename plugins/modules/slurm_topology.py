@@ -139,7 +139,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
     read_text,
     resolve_dest,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, CommandError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
 
 
 def main():
@@ -170,7 +170,7 @@ def main():
 
     warn, warnings = warning_collector(module)
 
-    try:
+    with failing_cleanly(module):
         topology = load_topology(module, warn)
         body, summary = job.render(topology, params, resolve_partition, warn)
         summary["warnings"] = warnings
@@ -187,8 +187,6 @@ def main():
                     warn(warning)
                 result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
                                           current=current))
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 
