@@ -11,17 +11,21 @@ Which kind to raise, by whose fault it is and who can fix it:
   instance reported twice differently, a page repeated). ``status`` is the HTTP status, or the gRPC
   status code name, where one is known.
 * ``TopologyError``: invalid operator input: options, params and creds (a missing or malformed
-  credential included: there is nothing to send), model and inventory files, command output the
-  operator hands in (``ibnetdiscover``), a missing Python library on the host, and what a
-  well-formed answer lacks for the request the operator made (no node carries the label asked for,
-  no NetQ premises is viewed).
+  credential included: there is nothing to send), model and inventory contents, command output the
+  operator hands in (``ibnetdiscover``), a file a provider's params or creds name that cannot be
+  read (the provider turns ``InputFileError`` into this kind), a missing Python library on the
+  host, and what a well-formed answer lacks for the request the operator made (no node carries the
+  label asked for, no NetQ premises is viewed).
 * ``NodeDataError`` (a ``TopologyError``; ``NodeUnhealthy``): data about one node, quarantined.
-* ``LocalFileError`` and ``CommandError``: a local file or command.
+* ``LocalFileError`` (``InputFileError``, ``FileWriteError``): a local file that could not be
+  written, or read outside a provider (the inventory plugin's ``model_path``).
+* ``CommandError``: a local command (``scontrol``, ``nvidia-smi``).
 
-Modules catch ``AifactoryTopologyError`` and fail with its message, without a traceback (the
-message is the whole story); anything else is a bug, and the module fails with its traceback in
-``exception`` (shown with ``-vvv``). Code that must react to one kind (a remote failure that only
-warns, say: NetQ's NMX, the Slurm event source's polls) catches that kind alone.
+Modules run their work in ``failing_cleanly`` (below): an ``AifactoryTopologyError`` fails the task
+with its message alone (the message is the whole story); anything else is a bug, and the task
+fails with its traceback in ``exception`` (shown with ``-vvv``). Code that must react to one kind
+(a remote failure that only warns, say: the Slurm event source's failed polls) catches that kind
+alone.
 ``tests/integration/test_provider_errors.py`` holds every provider's known remote error paths to
 ``RemoteAPIError``.
 """
