@@ -90,8 +90,8 @@ OCI_HOST_REPLIES = {"oci-hosts-not-json": text_reply("<html>maintenance</html>")
 
 @pytest.mark.parametrize("case, name, params, creds, reply, message, status", HTTP_CASES,
                          ids=[case[0] for case in HTTP_CASES])
-def test_a_server_that_refuses_or_answers_malformed_is_a_remote_api_error(fake_http, monkeypatch, case, name, params,
-                                                                         creds, reply, message, status):
+def test_a_server_that_refuses_or_answers_malformed_is_a_remote_api_error(
+        fake_http, monkeypatch, case, name, params, creds, reply, message, status):
     monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN", raising=False)
     route = oci_hosts(OCI_HOST_REPLIES[case]) if case in OCI_HOST_REPLIES else (lambda request: reply)
     server = fake_http(route)

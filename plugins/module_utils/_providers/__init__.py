@@ -17,6 +17,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _argumen
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
+
 def _validated(name, section, value, spec):
     # Every value of creds is masked in the validator's messages.
     return _arguments.validate(value, spec, section, prefix=f"provider {name}: ", secret=section == "creds")
