@@ -175,8 +175,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if model_path is not None:
             model_path = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(model_path))
             return load_model_file(model_path)
-        provider = _arguments.validate(provider, PROVIDER_OPTIONS, "provider")
-        return _providers.discover(provider["name"], provider["params"] or {}, provider["creds"] or {},
+        provider = _arguments.validate(provider, PROVIDER_OPTIONS, "provider", none_is_unset=True)
+        return _providers.discover(provider["name"], provider["params"], provider["creds"],
                                    warn=display.warning)
 
     def _populate(self, groups, path):

@@ -71,16 +71,20 @@ def _no_log_values(value, spec):
     return found
 
 
-def validate(value, spec, where, prefix="", secret=False):
+def validate(value, spec, where, prefix="", secret=False, none_is_unset=False):
     """``value`` (a mapping; None is empty) checked against ``spec``, defaults filled in.
 
     ``where`` names the mapping in messages (``params``, ``provider``, a source's name); ``prefix``
-    comes before the whole message (``provider aws: ``); ``secret`` masks every value given.
+    comes before the whole message (``provider aws: ``); ``secret`` masks every value given;
+    ``none_is_unset`` takes a known option given as None (YAML's ``~``, a template's ``default(None)``)
+    as not given, so it gets its default.
     """
     if value is None:
         value = {}
     if not isinstance(value, dict):
         raise TopologyError(f"{prefix}{where} must be a mapping, got {type(value).__name__}")
+    if none_is_unset:
+        value = {key: item for key, item in value.items() if item is not None or key not in spec}
     messages = [unknown_keys_message(place, unknown, known) for place, unknown, known in _unknown_keys(value, spec, where, [])]
     result = ArgumentSpecValidator(spec).validate(value)
     # Unknown keys are reported above, per level, with the keys known there; the validator's own

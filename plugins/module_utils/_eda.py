@@ -73,7 +73,8 @@ def source_args(source, args, spec):
     format) converts and checks types; what it would let through is refused here too, so a source
     never starts on a value it cannot use: a boolean or a negative or infinite number for a number,
     an empty string in a list, a mapping or a list for a string. The argument that ansible-rulebook
-    adds itself (``eda_feedback_queue``) is dropped; an undefined rulebook variable is named.
+    adds itself (``eda_feedback_queue``) is dropped; an undefined rulebook variable is named; a
+    known option given as None (a rulebook's ``default(None)``) takes its default.
     """
     args = {key: value for key, value in (args or {}).items() if key not in RULEBOOK_ARGS}
     for name, value in args.items():
@@ -81,7 +82,7 @@ def source_args(source, args, spec):
         if missing and name in spec:
             raise TopologyError(f"{source}: option {name!r}: the rulebook variable {missing!r} is undefined "
                                 "(give it with --vars or --env-vars)")
-    values = _arguments.validate(args, spec, source)
+    values = _arguments.validate(args, spec, source, none_is_unset=True)
     for name, option in spec.items():
         given, value = args.get(name), values[name]
         if given is None:

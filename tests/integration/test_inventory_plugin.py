@@ -242,3 +242,8 @@ def test_provider_option_is_checked_as_the_modules_check_it(tmp_path):
     nameless = write_source(tmp_path / "nameless.topology.yml", provider={"params": {}})
     result = inventory(nameless, "--list", env=FATAL)
     assert result.returncode != 0 and "provider: missing required arguments: name" in result.stderr
+    # creds given as null (YAML's ~) is not given: its default, as before.
+    nulls = write_source(tmp_path / "nulls.topology.yml",
+                         provider={"name": "inventory", "params": {"domains": [{"name": "r1", "nodes": "gpu[01-02]"}]},
+                                   "creds": None})
+    assert sorted(listing(nulls, env=FATAL)["_meta"]["hostvars"]) == ["gpu01", "gpu02"]

@@ -36,6 +36,14 @@ def test_source_args_defaults_conversions_and_errors():
             _eda.source_args("src", bad, SPEC)
 
 
+def test_source_args_take_none_as_the_default():
+    # The rulebooks give an unset variable as ``default(None)``: the option's default, never the text "None".
+    args = _eda.source_args("src", {"interval": None, "token": None, "names": None}, SPEC)
+    assert (args["interval"], args["token"], args["names"]) == (10.0, None, ["a"])
+    with pytest.raises(TopologyError, match="^src has unknown keys: other; known: "):
+        _eda.source_args("src", {"other": None}, SPEC)
+
+
 def test_source_args_refuse_what_the_validator_would_convert():
     # A boolean is no number, infinity no bound, a mapping no string: each an error naming the option.
     for bad, message in (({"port": True}, "src: option 'port' must be a number, not True"),
