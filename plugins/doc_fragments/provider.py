@@ -40,39 +40,46 @@ options:
             and C(discovery_timeout), the total seconds of the whole discovery (every request, retry and wait;
             default 600). C(timeout) bounds each request attempt as a whole, body included, so a server that
             sends one byte a second is cut off (docs/security.md).
-          - 'For V(simulation): C(model_path) (required), C(normalize_switch_names) (default false).'
-          - 'For V(inventory): C(domains), C(switches), C(nodes), C(hosts).'
-          - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map), C(node_facts).'
+          - 'For V(simulation): C(model_path) (required), C(normalize_switch_names) (default false), C(invalid_nodes)
+            (default quarantine).'
+          - 'For V(inventory): C(domains), C(switches), C(nodes), C(hosts), C(invalid_nodes) (default quarantine).'
+          - 'For V(infiniband): C(ibnetdiscover), C(ibnetdiscover_files), C(nodes), C(node_map), C(node_facts),
+            C(switches), C(hcas), C(invalid_nodes) (default quarantine).'
           - 'For V(netq): C(api_url) (required), C(nmx_url), C(nmx) (default true), C(nodes), C(timeout) (default 30),
             C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
-            C(validate_certs) (default true), C(ca_bundle).'
+            C(validate_certs) (default true), C(ca_bundle), C(invalid_nodes) (default quarantine).'
           - 'For V(aws): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
-            C(validate_certs) (default true), C(ca_bundle), C(endpoint_url), C(profile).'
+            C(validate_certs) (default true), C(ca_bundle), C(endpoint_url), C(profile), C(invalid_nodes) (default
+            quarantine).'
           - 'For V(gcp): C(instances) (required), C(page_size) (default 500), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(project_id), C(api_url) (default
-            https://compute.googleapis.com), C(metadata_url) (default http://metadata.google.internal).'
+            https://compute.googleapis.com), C(metadata_url) (default http://metadata.google.internal), C(invalid_nodes)
+            (default quarantine).'
           - 'For V(oci): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(compartment_id), C(identity_url) (default
             https://identity.{region}.oraclecloud.com), C(compute_url) (default https://iaas.{region}.oraclecloud.com),
-            C(concurrency) (default 8).'
+            C(concurrency) (default 8), C(invalid_nodes) (default quarantine).'
           - 'For V(lambda): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
-            C(validate_certs) (default true), C(ca_bundle), C(workspace_id), C(api_url) (default
-            https://cloud.lambda.ai).'
+            C(validate_certs) (default true), C(ca_bundle), C(workspace_id), C(api_url) (default https://cloud.lambda.ai),
+            C(invalid_nodes) (default quarantine).'
           - 'For V(nebius): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(project_id), C(endpoint) (default
-            compute.api.nebius.cloud:443), C(tls) (default true).'
+            compute.api.nebius.cloud:443), C(tls) (default true), C(invalid_nodes) (default quarantine).'
           - 'For V(nscale): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
-            C(validate_certs) (default true), C(ca_bundle), C(api_url) (required), C(organization).'
+            C(validate_certs) (default true), C(ca_bundle), C(api_url) (required), C(organization), C(invalid_nodes)
+            (default quarantine).'
           - 'For V(dra): C(node_selector), C(instance_annotation) (default topograph.run/instance), C(request_timeout)
-            (default 60), C(label) (default nvidia.com/gpu.clique).'
+            (default 60), C(label) (default nvidia.com/gpu.clique), C(invalid_nodes) (default quarantine).'
           - 'For V(node_labels): C(node_selector), C(instance_annotation) (default topograph.run/instance),
-            C(request_timeout) (default 60), C(fabric_labels), C(accelerator_label), C(sub_domain_label).'
+            C(request_timeout) (default 60), C(preset), C(fabric_labels), C(accelerator_label), C(sub_domain_label),
+            C(on_missing_label) (default partial), C(require_ready) (default false), C(switch_ids) (default label),
+            C(invalid_nodes) (default quarantine).'
         type: dict
         default: {}
       creds:

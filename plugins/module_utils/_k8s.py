@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import ssl
+import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
@@ -343,8 +344,21 @@ def run_bounded(func, items, concurrency):
     results = [None] * len(items)
     if not items:
         return results, None
+    # Set by the worker that failed, before it takes its next item: cancelling the pending futures
+    # from here alone would race with a worker that already took the next one.
+    failed = threading.Event()
+
+    def guarded(item):
+        if failed.is_set():
+            return None
+        try:
+            return func(item)
+        except BaseException:
+            failed.set()
+            raise
+
     with ThreadPoolExecutor(max_workers=max(1, min(int(concurrency), len(items)))) as pool:
-        futures = {pool.submit(func, item): index for index, item in enumerate(items)}
+        futures = {pool.submit(guarded, item): index for index, item in enumerate(items)}
         done, pending = wait(futures, return_when=FIRST_EXCEPTION)
         error = next((f.exception() for f in done if f.exception() is not None), None)
         if error is not None:

@@ -15,10 +15,17 @@ so a 100k-node model is a few hundred KB.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    NodeDataError,
+    NodeUnhealthy,
+    TopologyError,
+    check_known_keys,
+    clip,
+)
 
 COMPACT_FORMAT = "aifactory.topology/v1"
 
@@ -43,6 +50,27 @@ class Node:
         self.labels = labels or {}
 
 
+class Quarantined:
+    """A node left out of the map: in no block, under no switch, without topology labels."""
+
+    __slots__ = ("node", "identifier", "source", "reason", "unhealthy")
+
+    def __init__(self, node, identifier, source, reason, unhealthy):
+        self.node = node              # the node's name, or None when the name itself is the problem
+        self.identifier = identifier  # the name, or the raw identifier clipped and escaped
+        self.source = source          # where the data came from (provider, accelerator, record)
+        self.reason = reason          # the error that quarantined it, clipped
+        self.unhealthy = unhealthy    # a valid node reported unhealthy (drain/taint may act on it)
+
+    def as_dict(self):
+        return {"node": self.node, "identifier": self.identifier, "source": self.source, "reason": self.reason,
+                "kind": "unhealthy" if self.unhealthy else "invalid"}
+
+
+MAX_REASON_LENGTH = 300
+MAX_REPORTED_QUARANTINE = 1000  # a result lists this many; the count in the summary is exact
+
+
 class Topology:
     """Switch forest + domains + nodes. Build it through the add_* methods, then validate()."""
 
@@ -54,6 +82,60 @@ class Topology:
         # One expansion budget for every hostlist of one discovery or model (a whole run).
         self.host_budget = hostlist.HostBudget()
         self._checked_names: set[str] = set()  # switch and domain names add_node has checked
+        # Nodes whose own data was unusable, by identifier: left out, reported, counted by the guards.
+        self.quarantined: dict[str, Quarantined] = {}
+
+    # -- quarantine ---------------------------------------------------------------------
+
+    def quarantine(self, identifier, source, reason, unhealthy=False):
+        """Leave one node out of the map: ``identifier`` is its name, or the raw value that is not one."""
+        node = identifier if name_problem(identifier) is None else None
+        shown = node if node is not None else clip(identifier)
+        if shown in self.quarantined:
+            return
+        if node is not None:
+            self.nodes.pop(node, None)
+        reason = str(reason)
+        if len(reason) > MAX_REASON_LENGTH:
+            reason = reason[:MAX_REASON_LENGTH] + "..."
+        self.quarantined[shown] = Quarantined(node, shown, source, reason, unhealthy)
+
+    def quarantine_report(self, limit=MAX_REPORTED_QUARANTINE):
+        """The result's ``quarantined`` list: the first ``limit`` records (``summary.quarantined`` counts all)."""
+        return [record.as_dict() for record in list(self.quarantined.values())[:limit]]
+
+    def restore_quarantine(self, records, where="model.quarantined"):
+        """The ``quarantined`` list of a compact model (as to_compact writes it) back into this topology."""
+        if not isinstance(records, list):
+            raise TopologyError(f"{where} must be a list of quarantine records")
+        for index, record in enumerate(records):
+            at = f"{where}[{index}]"
+            if not isinstance(record, dict):
+                raise TopologyError(f"{at} must be a mapping")
+            check_known_keys(record, {"node", "identifier", "source", "reason", "kind"}, at)
+            for key in ("identifier", "source", "reason"):
+                if not isinstance(record.get(key), str):
+                    raise TopologyError(f"{at}.{key} must be a string, got {clip(record.get(key))}")
+            if record.get("kind") not in ("invalid", "unhealthy"):
+                raise TopologyError(f"{at}.kind must be invalid or unhealthy, got {clip(record.get('kind'))}")
+            node = record.get("node")
+            if node is not None:
+                check_name(node, f"{at}.node")
+                if node in self.nodes:
+                    raise TopologyError(f"{at}: node {node!r} is quarantined and in model.nodes")
+            # Taken as written (already clipped and escaped when it was recorded), within the same bounds.
+            shown = node if node is not None else _as_recorded(record["identifier"])
+            self.quarantined.setdefault(shown, Quarantined(node, shown, _as_recorded(record["source"]),
+                                                           _as_recorded(record["reason"], MAX_REASON_LENGTH + 3),
+                                                           record["kind"] == "unhealthy"))
+
+    @contextlib.contextmanager
+    def per_node(self, identifier, source):
+        """Run one node's record: a NodeDataError in it quarantines that node, the others go on."""
+        try:
+            yield
+        except NodeDataError as exc:
+            self.quarantine(identifier, source, exc, unhealthy=isinstance(exc, NodeUnhealthy))
 
     # -- building -----------------------------------------------------------------------
 
@@ -78,18 +160,22 @@ class Topology:
             switch.name = name
 
     def add_node(self, name, switch=None, domain=None, sub_domain=None, labels=None, source="node"):
-        _require_name(name, source)
+        problem = name_problem(name)
+        if problem is not None:
+            raise NodeDataError(f"{source}: {problem}")
+        if name in self.quarantined:
+            return  # one record of it was unusable: the node stays out, whatever the others say
         for value, what in ((switch, "switch"), (domain, "domain"), (sub_domain, "sub_domain")):
             # Each switch or domain is shared by many nodes: checked once, not once per node.
             if value is not None and not (isinstance(value, str) and value in self._checked_names):
                 _require_name(value, f"{source}: {what} of node {name!r}")
                 self._checked_names.add(value)
         if sub_domain is not None and domain is None:
-            raise TopologyError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
+            raise NodeDataError(f"node {name!r} has sub_domain {sub_domain!r} but no domain")
         labels = dict(labels or {})
         for key, value in labels.items():
             if not isinstance(key, str) or not isinstance(value, str):
-                raise TopologyError(f"{source}: labels of node {name!r} must map strings to strings, "
+                raise NodeDataError(f"{source}: labels of node {name!r} must map strings to strings, "
                                     f"got {clip(key)}: {clip(value)}")
         known = self.nodes.get(name)
         if known is None:
@@ -99,9 +185,9 @@ class Topology:
             self.nodes[name] = Node(name, switch, domain, sub_domain, labels)
             return
         if switch is not None and known.switch is not None and known.switch != switch:
-            raise TopologyError(f"node {name!r} is under two leaf switches: {known.switch!r} and {switch!r}")
+            raise NodeDataError(f"node {name!r} is under two leaf switches: {known.switch!r} and {switch!r}")
         if domain is not None and known.domain is not None and known.domain != domain:
-            raise TopologyError(f"node {name!r} is in two domains: {known.domain!r} and {domain!r}")
+            raise NodeDataError(f"node {name!r} is in two domains: {known.domain!r} and {domain!r}")
         known.switch = known.switch or switch
         known.domain = known.domain or domain
         known.sub_domain = known.sub_domain or sub_domain
@@ -121,7 +207,7 @@ class Topology:
         self.add_node(names[0], switch, domain, sub_domain, labels, source)  # checks what they share
         labels = labels or {}
         for name in names[1:]:
-            if name in nodes:
+            if name in nodes or name in self.quarantined:
                 self.add_node(name, switch, domain, sub_domain, labels, source)
             else:
                 nodes[name] = Node(name, switch, domain, sub_domain, dict(labels))
@@ -169,6 +255,9 @@ class Topology:
 
     def validate(self) -> "Topology":
         if not self.nodes:
+            if self.quarantined:
+                raise TopologyError(f"every node was quarantined ({len(self.quarantined)}), so nothing is left to "
+                                    f"map: {quarantine_summary(self)}")
             raise TopologyError("the topology is empty: it has no nodes")
         self.check_switch_forest()
         self.check_unique_switch_names()
@@ -242,6 +331,8 @@ class Topology:
             compact["label_sets"] = [dict(labels) for labels in label_sets]  # insertion order = index
         if self.domain_order:
             compact["domain_order"] = list(self.domain_order)
+        if self.quarantined:  # carried along, so a model handed to the next module still reports (and drains) them
+            compact["quarantined"] = self.quarantine_report(limit=None)
         return compact
 
     @classmethod
@@ -251,7 +342,8 @@ class Topology:
             raise TopologyError(f"model must be a mapping in the {COMPACT_FORMAT} form, got {type(data).__name__}")
         if data.get("format") != COMPACT_FORMAT:
             raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {clip(data.get('format'))}")
-        check_known_keys(data, {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets"}, "model")
+        check_known_keys(data, {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets",
+                                "quarantined"}, "model")
         topo = cls()
         switches = data.get("switches") or {}
         if not isinstance(switches, dict):
@@ -300,6 +392,7 @@ class Topology:
                 raise TopologyError(f"{where}.labels must be a mapping or an index into model.label_sets")
             topo.add_nodes(members, group.get("switch"), group.get("domain"), group.get("sub_domain"),
                            labels, source=f"{where}.nodes")
+        topo.restore_quarantine(data.get("quarantined") or [])
         domain_order = data.get("domain_order") or []
         if not isinstance(domain_order, list):
             raise TopologyError(f"model.domain_order must be a list of domain names, got {clip(domain_order)}")
@@ -317,7 +410,20 @@ class Topology:
             "placeholder_domains": sorted(declared - set(domains), key=hostlist.natural_key),
             "nodes_without_domain": sum(1 for node in self.nodes.values() if node.domain is None),
             "nodes_without_switch": sum(1 for node in self.nodes.values() if node.switch is None),
+            "quarantined": len(self.quarantined),
         }
+
+
+def _as_recorded(text, width=200):
+    """A quarantine field read back from a model: kept when it is one printable line within ``width``, else clipped."""
+    return text if len(text) <= width and text.isprintable() else clip(text, width)
+
+
+def quarantine_summary(topology, shown=5):
+    """One line naming the first quarantined nodes and why (the warning and the error use it)."""
+    records = list(topology.quarantined.values())
+    text = "; ".join(f"{record.identifier} ({record.reason})" for record in records[:shown])
+    return text + (f"; and {len(records) - shown} more" if len(records) > shown else "")
 
 
 # Names end up verbatim in Slurm's files (topology.conf records, hostlist expressions, ``#``

@@ -5,7 +5,8 @@
 * InfiniBand HCAs from sysfs: ``<sysfs>/class/infiniband/<dev>/node_guid``, ``sys_image_guid``,
   ``node_desc``, ``node_type`` and per port ``ports/<n>/state``, ``phys_state``, ``rate``,
   ``link_layer``, as the kernel's ib_core publishes them (Documentation/ABI/stable/sysfs-class-infiniband).
-* The NVLink clique and cluster UUID from nvidia-smi's fabric fields (``_nvidia_smi.QUERY``).
+* The NVLink clique, cluster UUID and fabric registration from nvidia-smi's fabric fields
+  (``_nvidia_smi.QUERY``, read by ``_nvidia_smi.node_fabric``).
 
 A node without HCAs or GPUs gives empty facts, not an error. The facts feed the ``infiniband``
 provider (``params.node_facts``: HCA GUID -> node) and the ``nvidia_smi`` accelerator source
@@ -20,7 +21,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, NodeUnhealthy, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._input_file import read_text
 
 # sysfs values are a few bytes; never read more from a file there.
@@ -96,36 +97,70 @@ def _text(output):
     return (output or b"").decode("utf-8", "replace")
 
 
-def nvlink_clique(node, rc, stdout, stderr):
-    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY`` (its output as bytes or text).
-
-    No GPU (the driver's "no devices" exit) or GPUs outside an NVLink fabric give ``{}`` and no
-    problem; a failed run, output that is not UTF-8, or GPUs that disagree or report a value that
-    cannot be a domain name give ``{}`` and the problem, naming the node, for a warning.
-    """
+def _decoded(node, rc, stdout, stderr):
+    """(text, problem) of one nvidia-smi run: (None, None) without a GPU, (None, problem) when it
+    failed or printed bytes that are not UTF-8 (a replacement character would pass as part of a
+    clique id: the output is refused instead)."""
     if rc == NVIDIA_SMI_NO_DEVICES:
-        return {}, None
+        return None, None
     if rc != 0:
-        detail = (_text(stderr) or _text(stdout)).strip().replace("\n", " ")[:200]
-        return {}, f"nvidia-smi failed (rc={rc}): {detail}"
+        detail = (_text(stderr) or _text(stdout)).strip().replace("\n", " ")[:500]
+        return None, f"nvidia-smi failed (rc={rc}): {detail}"
     if isinstance(stdout, bytes):
         try:
-            stdout = stdout.decode("utf-8")
+            return stdout.decode("utf-8"), None
         except UnicodeDecodeError as exc:
-            # A replacement character would pass as part of a clique id: refuse the output instead.
             row = stdout[:exc.start].count(b"\n") + 1
-            return {}, (f"nvidia-smi output of {node}, row {row}: not UTF-8 (byte 0x{stdout[exc.start]:02x}); "
-                        "its fabric.clusterUuid and fabric.cliqueId cannot be read")
-    gpus = sum(1 for line in stdout.splitlines() if line.strip())
+            return None, (f"nvidia-smi output of {node}, row {row}: not UTF-8 (byte 0x{stdout[exc.start]:02x}); "
+                          "its fabric fields cannot be read")
+    return stdout, None
+
+
+def nvlink_clique(node, rc, stdout, stderr):
+    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY`` (its output as bytes or text),
+    read by ``_nvidia_smi.node_fabric``, the parser of the ``nvidia_smi`` accelerator source.
+
+    No GPU (the driver's "no devices" exit) or GPUs outside an NVLink fabric (``N/A``, ``Not
+    Supported``) give ``{}`` and no problem. A fabric registration that is not complete and
+    successful gives ``{gpus, unhealthy: <reason>}`` and the reason, so the controller quarantines
+    the node with it. A failed run, output that is not UTF-8, or GPUs that disagree or report a
+    value that cannot be a domain name give ``{}`` and the problem, naming the node, for a warning.
+    """
+    text, problem = _decoded(node, rc, stdout, stderr)
+    gpus = sum(1 for line in (text or "").splitlines() if line.strip())
     if not gpus:
-        return {}, None
+        return {}, problem
     try:
-        domain = _nvidia_smi.node_domain(node, stdout)
+        return _nvidia_smi.node_fabric(node, text), None
+    except _nvidia_smi.NotInFabric:
+        return {}, None
+    except NodeUnhealthy as exc:
+        return {"gpus": gpus, "unhealthy": str(exc)}, str(exc)
     except TopologyError as exc:
-        outside = "not in an NVLink fabric" in str(exc) or "all zeros" in str(exc)
-        return {}, None if outside else str(exc)
-    cluster_uuid, _dot, clique_id = domain.rpartition(".")
-    return {"cluster_uuid": cluster_uuid, "clique_id": clique_id, "domain": domain, "gpus": gpus}, None
+        return {}, str(exc)
+
+
+def nvlink_health(node, nvlink, rc, stdout, stderr):
+    """(nvlink facts, problem): ``nvlink`` (a clique from ``nvlink_clique``) after one run of
+    ``_nvidia_smi.HEALTH_QUERY`` (``nvidia-smi -q``), read by the same parser.
+
+    A degraded fabric (or a registration that ``-q`` reports unfinished) gives ``{gpus, unhealthy}``
+    and the reason; a ``-q`` run that fails or cannot be read leaves the clique as it was, with a
+    warning that the health was not checked; GPUs whose ``-q`` domain differs give ``{}``.
+    """
+    text, problem = _decoded(node, rc, stdout, stderr)
+    if text is None:
+        return nvlink, f"{node}: the NVLink fabric health was not checked: {problem or 'nvidia-smi -q found no GPU'}"
+    try:
+        checked = _nvidia_smi.node_fabric(node, text)
+    except NodeUnhealthy as exc:
+        return {"gpus": nvlink.get("gpus"), "unhealthy": str(exc)}, str(exc)
+    except TopologyError as exc:
+        return nvlink, f"{node}: the NVLink fabric health was not checked: {exc}"
+    if checked["domain"] != nvlink.get("domain"):
+        return {}, (f"nvidia-smi output of {node}: nvidia-smi -q reports the NVLink domain {checked['domain']}, "
+                    f"the fabric query {nvlink.get('domain')}")
+    return dict(nvlink, health_checked=True), None
 
 
 def annotations(facts, region="local"):

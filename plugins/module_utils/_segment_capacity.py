@@ -24,7 +24,10 @@ def analyse(topology, params, read_scontrol_json, warn):
     blocks, sizes = slurm.plan_blocks(topology, options, warn=warn)
     block_nodes = {node for block in blocks for node in block.nodes}
     if params.get("node_states") is not None:
-        states = capacity.states_from_option(params["node_states"], topology.nodes)
+        node_states = params["node_states"]
+        if isinstance(node_states, dict):  # a quarantined node is in no block: its state changes nothing
+            node_states = {node: state for node, state in node_states.items() if node not in topology.quarantined}
+        states = capacity.states_from_option(node_states, topology.nodes)
         source, node_index = "node_states", None
     else:
         states = capacity.states_from_scontrol_json(read_scontrol_json())

@@ -56,6 +56,28 @@ options:
       - When none of the listed nodes is in the topology the task fails instead of cleaning them all.
     type: bool
     default: true
+  max_node_loss:
+    description:
+      - Guard against a mass quarantine. The managed labels of quarantined nodes (see C(provider.params.invalid_nodes))
+        are removed, so topology-aware schedulers do not count them; when they are more than this percentage of the
+        listed nodes that carry managed labels, the task fails before any write, unless O(force) is set.
+      - A number from 0 to 100.
+    type: float
+    default: 10
+  force:
+    description: Remove the labels of quarantined nodes (and taint them) even beyond O(max_node_loss) (with a warning).
+    type: bool
+    default: false
+  taint_unhealthy:
+    description:
+      - Put the taint C(aifactory.topology/unhealthy=quarantined:NoSchedule) on the nodes quarantined as unhealthy
+        (a GPU outside its NVLink fabric, a failed nvidia-smi), so no new pod lands there; nodes quarantined because
+        their data is invalid (a bad name, GPUs in two cliques) are not tainted.
+      - Every listed node that carries the taint and is not quarantined as unhealthy in this run (it recovered, or
+        the option is off) has it taken off. Other taints are never touched.
+      - Bounded by O(max_node_loss), as a percentage of the listed nodes.
+    type: bool
+    default: false
 notes:
   - Managed label keys are O(fabric_labels), O(accelerator_label), C(accelerator.topograph.run/sub-domain),
     C(accelerator.topograph.run/domain) and any C(fabric.topograph.run/tier-<n>).
@@ -82,6 +104,27 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
+tainted:
+  description: Nodes that got the unhealthy taint (O(taint_unhealthy)), or in check mode would.
+  returned: success
+  type: list
+  elements: str
+untainted:
+  description: Nodes whose unhealthy taint was taken off (they recovered, or O(taint_unhealthy) is off).
+  returned: success
+  type: list
+  elements: str
 changed_nodes:
   description: Nodes whose labels were patched (or, in check mode, would be).
   returned: success
@@ -112,6 +155,9 @@ summary:
     nodes_missing:
       description: Nodes of the topology that are not listed (not in the cluster, or outside O(node_selector)).
       type: int
+    quarantined:
+      description: Nodes quarantined in this run (all of them; the C(quarantined) list shows the first 1000).
+      type: int
     warnings:
       description: The warnings this run emitted, discovery's included (also shown as Ansible warnings).
       type: list
@@ -122,10 +168,11 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes, shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
+    SHRINK_GUARD_ARG_SPEC,
     load_topology,
     warning_collector,
 )
@@ -138,18 +185,22 @@ def main():
         accelerator_label={"type": "str", "default": _labels.ACCELERATOR_LABEL},
         no_topology_value={"type": "str"},
         clean_absent_nodes={"type": "bool", "default": True},
+        taint_unhealthy={"type": "bool", "default": False},
+        **SHRINK_GUARD_ARG_SPEC,
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     params = module.params
     warn, warnings = warning_collector(module)
 
     def job():
         keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
+        max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
         topology = load_topology(module, warn)
         client, options = _k8s_module.connect(module)
         return k8s_nodes.reconcile_node_labels(
             client, topology, keys, options, node_selector=params["node_selector"],
             no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
-            warn=warn, diff=module._diff)
+            warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
+            taint_unhealthy=params["taint_unhealthy"])
 
     _k8s_module.run(module, job, warnings)
 

@@ -55,6 +55,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 node_features:
   description: Number of C(NodeFeature) objects the topology gives.
   returned: success
@@ -99,8 +110,10 @@ def main():
     def job():
         topology = load_topology(module)
         client, options = _k8s_module.connect(module)
-        return k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
-                                         no_topology_value=params["no_topology_value"], diff=module._diff)
+        result = k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
+                                           no_topology_value=params["no_topology_value"], diff=module._diff)
+        result["quarantined"] = topology.quarantine_report()
+        return result
 
     _k8s_module.run(module, job)
 

@@ -85,6 +85,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 block_sizes:
   description: The block sizes in force, base first.
   returned: success
@@ -111,6 +122,9 @@ summary:
       description: Names of the empty placeholder blocks.
       type: list
       elements: str
+    quarantined:
+      description: Nodes quarantined in this run (all of them; the C(quarantined) list shows the first 1000).
+      type: int
     warnings:
       description: The warnings this run emitted (also shown as Ansible warnings).
       type: list
@@ -275,6 +289,8 @@ def main():
         with failing_cleanly(module):
             topology = load_topology(module, warn)
             result = job.analyse(topology, params, read_scontrol_json, warn)
+            result["quarantined"] = topology.quarantine_report()
+            result["summary"]["quarantined"] = len(topology.quarantined)
     finally:
         gc.enable()
     result["summary"]["warnings"] = warnings

@@ -96,6 +96,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 content:
   description: The content of the ConfigMap key.
   returned: success
@@ -151,7 +162,9 @@ def main():
     def job():
         topology = load_topology(module, warn)
         client, options = _k8s_module.connect(module, k8s_configmap.SLINKY_FIELD_MANAGER)
-        return k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
+        result = k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
+        result["quarantined"] = topology.quarantine_report()
+        return result
 
     _k8s_module.run(module, job, warnings)
 

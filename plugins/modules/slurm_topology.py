@@ -44,6 +44,18 @@ options:
       - A command run on the new file before it replaces O(dest); C(%s) stands for the file's path.
       - When it fails, O(dest) is left as it was and the task fails with the command's output.
     type: str
+  drain_unhealthy:
+    description:
+      - Drain in Slurm the nodes quarantined as unhealthy (a GPU outside its NVLink fabric, a failed nvidia-smi), with
+        the fixed reason C(aifactory.topology unhealthy, quarantined from the topology), and resume the nodes drained
+        with that reason once they are no longer unhealthy. A node is in no block once quarantined, but slurmctld still
+        gives it single-node jobs; the drain stops that.
+      - A drain with any other reason (an administrator's) is never lifted, and such a node is not drained again.
+      - Bounded by O(max_node_loss), as a percentage of the nodes discovered; O(force) accepts more, with a warning.
+      - Runs C(scontrol show nodes --json) and C(scontrol update) with O(scontrol_path) after the file is written;
+        in check mode it reports what it would do and sends nothing.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -70,6 +82,27 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+drained:
+  description: Nodes drained in Slurm in this run (O(drain_unhealthy)), or in check mode that would be.
+  returned: when O(drain_unhealthy) is set
+  type: list
+  elements: str
+resumed:
+  description: Nodes this collection had drained that are healthy again and were resumed.
+  returned: when O(drain_unhealthy) is set
+  type: list
+  elements: str
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 content:
   description: The file content (with O(header)).
   returned: success
@@ -111,6 +144,9 @@ summary:
     nodes:
       description: Number of nodes in the model.
       type: int
+    quarantined:
+      description: Nodes quarantined in this run (all of them; the C(quarantined) list shows the first 1000).
+      type: int
     warnings:
       description: The warnings this run emitted (also shown as Ansible warnings).
       type: list
@@ -122,6 +158,7 @@ import contextlib
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _command
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._common import (
     INPUT_CONSTRAINTS,
@@ -150,6 +187,7 @@ def main():
     argument_spec.update(
         header={"type": "str", "default": job.DEFAULT_HEADER},
         validate={"type": "str"},
+        drain_unhealthy={"type": "bool", "default": False},
     )
     module = AnsibleModule(
         argument_spec=argument_spec,
@@ -175,7 +213,8 @@ def main():
         body, summary = job.render(topology, params, resolve_partition, warn)
         summary["warnings"] = warnings
         content = job.with_header(body, params["header"])
-        result = {"changed": False, "content": content, "summary": summary}
+        result = {"changed": False, "content": content, "summary": summary,
+                  "quarantined": topology.quarantine_report()}
         if params["dest"]:
             shrink_guard.check_max_node_loss(params["max_node_loss"])
             # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
@@ -187,6 +226,12 @@ def main():
                     warn(warning)
                 result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
                                           current=current))
+        if params["drain_unhealthy"]:
+            drains = slurm_drain.reconcile(
+                topology, lambda args: _command.run_checked([params["scontrol_path"], *args],
+                                                            timeout=params["scontrol_timeout"]),
+                module.check_mode, shrink_guard.check_max_node_loss(params["max_node_loss"]), params["force"], warn)
+            result.update(drains, changed=result["changed"] or bool(drains["drained"] or drains["resumed"]))
     module.exit_json(**result)
 
 

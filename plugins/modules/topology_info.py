@@ -46,6 +46,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000; C(summary.quarantined) counts them all.
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 topology:
   description: The model in compact form; pass it to the O(aifactory.topology.slurm_topology#module:model) option.
   returned: success
@@ -79,6 +90,9 @@ summary:
     nodes_without_switch:
       description: Nodes without a leaf switch.
       type: int
+    quarantined:
+      description: Nodes quarantined in this run (all of them; the C(quarantined) list shows the first 1000).
+      type: int
     warnings:
       description: The warnings discovery emitted (also shown as Ansible warnings).
       type: list
@@ -103,7 +117,8 @@ def main():
     warn, warnings = warning_collector(module)
     with failing_cleanly(module):
         topology = load_topology(module, warn)
-    module.exit_json(changed=False, topology=topology.to_compact(), summary=dict(topology.summary(), warnings=warnings))
+    module.exit_json(changed=False, topology=topology.to_compact(), summary=dict(topology.summary(), warnings=warnings),
+                     quarantined=topology.quarantine_report())
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ def _svg(figure, plt):
 # (a, b) = either, None = null, a key ending in "?" may be missing; unlisted keys are not read.
 RESULT_SHAPE = {
     "block_sizes": [int],
-    "summary": {"nodes": int, "idle": int, "available": int, "blocks": int, "placeholders": [str], "warnings?": [str]},
+    "summary": {"nodes": int, "idle": int, "available": int, "blocks": int, "placeholders": [str], "warnings?": [str],
+                "quarantined?": int},
     "blocks": [{"name": str, "placeholder": bool, "nodes": str, "node_count": int, "idle": int, "allocated": int,
                 "drained": int, "down": int, "allocated_nodes": str, "drained_nodes": str, "down_nodes": str}],
     "segments": [{"size": int, "largest_job_nodes": int, "largest_job_nodes_available": int, "share": float,
@@ -63,6 +64,7 @@ RESULT_SHAPE = {
     "unsegmented_feasible_available?": [[int]],
     "state_source?": str,
     "fabric?": {"switches": [{"id": str, "name": str, "parent": (str, None)}], "block_switch": {str: (str, None)}},
+    "quarantined?": [{"node": (str, None), "identifier": str, "source": str, "reason": str, "kind": str}],
 }
 _KINDS = {int: "a whole number (0 or more)", float: "a finite number", str: "a string", bool: "true or false",
           None: "null"}
@@ -341,6 +343,15 @@ def page(result, title, racks, curves, tree):
     warnings = "".join(f"<li>{_text(w)}</li>" for w in summary.get("warnings", []))
     counts = {key: _text(summary[key]) for key in ("nodes", "blocks", "idle", "available")}
     source = _text(result.get("state_source", "?"))
+    quarantined = result.get("quarantined") or []
+    quarantine_rows = "\n".join(
+        "<tr>" + "".join(f"<td>{_text(record[key])}</td>" for key in ("identifier", "kind", "source", "reason")) + "</tr>"
+        for record in quarantined)
+    quarantine = (f'<figcaption id="quarantined-count">{_text(summary.get("quarantined", len(quarantined)))} '
+                  "quarantined nodes are in no block (their data was unusable; see below).</figcaption>"
+                  if quarantined else "")
+    quarantine_table = ('<h2>Quarantined nodes</h2><table id="quarantined"><tr><th>node</th><th>kind</th>'
+                        f"<th>source</th><th>reason</th></tr>\n{quarantine_rows}\n</table>" if quarantined else "")
     not_drawn = (f"<p>The rack map is drawn for up to {MAX_RACK_MAP_ROWS} nodes per block and "
                  f"{MAX_RACK_MAP_CELLS} cells.</p>")
     return f"""<!DOCTYPE html>
@@ -366,7 +377,7 @@ today's unavailability λ = {_percent(expected['observed_rate'], 2)}; states fro
 <th>share</th><th>expected at today's λ</th></tr>
 {rows}
 </table>
-<figure id="rack-map">{racks or not_drawn}</figure>
+<figure id="rack-map">{racks or not_drawn}{quarantine}</figure>
 <figure id="curves">{curves}</figure>
 <figure id="fabric">{tree or f'<p>The fabric tree is drawn for up to {MAX_TREE_BLOCKS} blocks.</p>'}</figure>
 <h2>Blocks that are not fully idle</h2>
@@ -374,6 +385,7 @@ today's unavailability λ = {_percent(expected['observed_rate'], 2)}; states fro
 <th>out</th></tr>
 {block_rows}
 </table>
+{quarantine_table}
 {f'<h2>Warnings</h2><ul>{warnings}</ul>' if warnings else ''}
 <p><small>aifactory.topology.segment_capacity: placement per Slurm 26.05 topology/block rules.</small></p>
 </body></html>

@@ -160,3 +160,70 @@ def test_a_node_changed_between_list_and_patch_is_reread_and_patched_again(k8s, 
     assert first == [("PATCH", first[0][1], 409), ("GET", first[0][1], 200), ("PATCH", first[0][1], 200)]
     state = node_state(admin, test_id)
     assert state[names[0]][1]["other"] == "x" and state[names[0]][1][f"{TIER}0"] == f"{prefix}-leaf01"
+
+
+def test_a_quarantined_node_loses_its_labels_a_mass_quarantine_writes_nothing_and_recovery_relabels(
+        k8s, admin, monkeypatch):
+    """On the real API server: a node whose GPUs left the fabric loses exactly its managed labels;
+    nine of 72 (12.5% > max_node_loss 10%) are refused before any write; recovery brings them back."""
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 4), test_id)
+    args = labels_args(k8s, test_id, gb200(prefix))
+    assert run_module(k8s_node_labels, args, monkeypatch)["changed"]
+    labelled = node_state(admin, test_id)
+
+    def with_unhealthy(nodes, **extra):
+        params = dict(gb200(prefix), accelerator={"source": "nvidia_smi",
+                                                   "nvidia_smi": {node: "N/A, N/A\n" for node in nodes}})
+        return labels_args(k8s, test_id, params, **extra)
+
+    one = run_module(k8s_node_labels, with_unhealthy(names[:1]), monkeypatch)
+    assert not one["failed"], one.get("msg")
+    after_one = node_state(admin, test_id)
+    assert written(labelled, after_one) == [names[0]] and one["changed_nodes"] == [names[0]]
+    assert topology_labels(after_one[names[0]][1]) == {}
+    assert one["summary"]["quarantined"] == 1 and one["quarantined"][0]["node"] == names[0]
+    assert one["quarantined"][0]["kind"] == "unhealthy"
+
+    mass = run_module(k8s_node_labels, with_unhealthy(names[1:10]), monkeypatch)
+    assert mass["failed"] and "refusing to remove the topology labels of 9 of 71 labelled nodes" in mass["msg"]
+    assert written(after_one, node_state(admin, test_id)) == []
+    forced = run_module(k8s_node_labels, with_unhealthy(names[1:10], force=True), monkeypatch)
+    assert not forced["failed"] and len(forced["changed_nodes"]) == 10  # nine unlabelled, the first relabelled
+    assert any(w.startswith("force: removing the topology labels of 9 of 71") for w in forced["summary"]["warnings"])
+
+    recovered = run_module(k8s_node_labels, args, monkeypatch)
+    assert sorted(recovered["changed_nodes"]) == sorted(names[1:10])
+    assert {name: topology_labels(state[1]) for name, state in node_state(admin, test_id).items()} == \
+        {name: topology_labels(state[1]) for name, state in labelled.items()}
+
+
+def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_untaints_on_recovery(
+        k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 1), test_id)
+    sick, bad_data, other = names[0], names[1], names[2]
+    someone_elses = {"key": "example.com/maintenance", "value": "yes", "effect": "NoExecute"}
+    admin.request("PATCH", _k8s.node_path(sick), None, {"spec": {"taints": [someone_elses]}}, k8s_writer.MERGE_PATCH)
+    outputs = {sick: "N/A, N/A\n", bad_data: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
+                                             "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"}
+    params = dict(gb200(prefix, racks=1), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs})
+    args = labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=20)
+
+    def taints(name):
+        return admin.request("GET", _k8s.node_path(name)).get("spec", {}).get("taints") or []
+
+    dry = run_module(k8s_node_labels, args, monkeypatch, check_mode=True)
+    assert dry["tainted"] == [sick] and taints(sick) == [someone_elses]
+    applied = run_module(k8s_node_labels, args, monkeypatch)
+    assert not applied["failed"], applied.get("msg")
+    assert applied["tainted"] == [sick] and applied["untainted"] == []
+    assert taints(sick) == [someone_elses, k8s_nodes.UNHEALTHY_TAINT]
+    assert taints(bad_data) == [] and taints(other) == []  # invalid data is not a sick node: quarantined, untainted
+    assert run_module(k8s_node_labels, args, monkeypatch)["changed"] is False
+
+    recovered = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200(prefix, racks=1), taint_unhealthy=True),
+                           monkeypatch)
+    assert recovered["untainted"] == [sick] and taints(sick) == [someone_elses]

@@ -90,8 +90,8 @@ def _worse(current, new):
     return new if _RANK[new] > _RANK[current] else current
 
 
-def states_from_scontrol_json(text, where="scontrol show nodes --json"):
-    """{node: category} from ``scontrol show nodes --json`` output (Slurm 23.02 and later)."""
+def scontrol_json_nodes(text, where="scontrol show nodes --json"):
+    """(name, entry) of every node of ``scontrol show nodes --json`` output (Slurm 23.02 and later), checked."""
     import json  # pylint: disable=import-outside-toplevel
 
     try:
@@ -103,11 +103,17 @@ def states_from_scontrol_json(text, where="scontrol show nodes --json"):
     errors = data.get("errors") or []
     if errors:
         raise TopologyError(f"{where} reported errors: {errors}")
-    states, seen = {}, {}
     for index, entry in enumerate(data["nodes"]):
         name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not name:
             raise TopologyError(f"{where}: nodes[{index}] has no name")
+        yield name, entry
+
+
+def states_from_scontrol_json(text, where="scontrol show nodes --json"):
+    """{node: category} from ``scontrol show nodes --json`` output (Slurm 23.02 and later)."""
+    states, seen = {}, {}
+    for name, entry in scontrol_json_nodes(text, where):
         if "state" not in entry:
             raise TopologyError(f"{where}: node {name} has no state")
         state = entry["state"]

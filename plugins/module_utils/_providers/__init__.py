@@ -15,6 +15,7 @@ import math
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _arguments, _deadline
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
 
@@ -77,6 +78,7 @@ def discover(name, params=None, creds=None, warn=None):
     if not math.isfinite(deadline) or deadline <= 0:
         raise TopologyError(f"provider {name}: params.discovery_timeout must be a positive number of seconds, "
                             f"got {clip(deadline)}")
+    invalid_nodes = params.pop("invalid_nodes")
     warn = warn or (lambda message: None)
     with _deadline.discovery_deadline(deadline):
         topology = load(name)(params, creds, warn)
@@ -84,4 +86,9 @@ def discover(name, params=None, creds=None, warn=None):
         # pylint: disable-next=import-outside-toplevel
         from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_accelerator
         apply_accelerator(topology, accelerator, warn)
+    if topology.quarantined:
+        if invalid_nodes == "fail":
+            raise TopologyError(f"provider {name}: {len(topology.quarantined)} nodes have unusable data "
+                                f"(params.invalid_nodes is fail): {quarantine_summary(topology)}")
+        warn(f"{len(topology.quarantined)} nodes quarantined (left out of the map): {quarantine_summary(topology)}")
     return topology.validate()

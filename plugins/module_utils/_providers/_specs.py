@@ -33,10 +33,14 @@ ACCELERATOR = {
                    "description": "`nvidia_smi` (or Topograph's spelling `nvidia-smi`); `none` turns it off."},
         "nvidia_smi": {"type": "dict",
                        "description": "Node to the output of `nvidia-smi --query-gpu=fabric.clusterUuid,"
-                                      "fabric.cliqueId --format=csv,noheader` there, its registered result "
-                                      "(`stdout` is read), or the node's `topology_node` fact from "
-                                      "`aifactory.topology.topology_facts` (or its `nvlink` part); facts without a "
-                                      "clique fail the run naming the node. Required unless `source` is `none`."},
+                                      "fabric.cliqueId,fabric.state,fabric.status --format=csv,noheader` there "
+                                      "(the older two columns `fabric.clusterUuid,fabric.cliqueId` are still read) "
+                                      "or of `nvidia-smi -q` (its `Fabric` sections, with the health), its "
+                                      "registered result (`stdout` is read), or the node's `topology_node` fact "
+                                      "from `aifactory.topology.topology_facts` (or its `nvlink` part). A fabric "
+                                      "registration not `Completed` with `Success`, or a degraded health, makes the "
+                                      "node unhealthy; facts without a clique fail the run naming the node. "
+                                      "Required unless `source` is `none`."},
     },
 }
 
@@ -45,6 +49,14 @@ ACCELERATOR = {
 DISCOVERY_TIMEOUT = {
     "type": "float", "default": DEFAULT_DISCOVERY_TIMEOUT,
     "description": "Seconds the whole discovery may take: every request, retry and wait of it.",
+}
+
+INVALID_NODES = {
+    "type": "str", "choices": ["quarantine", "fail"], "default": "quarantine",
+    "description": "What unusable data about one node does (a name the rule refuses, GPUs outside their NVLink "
+                   "fabric or in two cliques, a malformed per-node record): `quarantine` leaves that node out of "
+                   "the map and reports it in `quarantined`; `fail` fails the run. Problems with the whole input "
+                   "always fail.",
 }
 
 # Retry and TLS settings of every provider that speaks HTTP or gRPC (_providers._cloud).
@@ -85,10 +97,11 @@ def _cloud_params(page_size, page_size_means, extra, region="region"):
 
 
 def _with_accelerator(spec):
-    """``spec`` plus what every provider takes: ``accelerator`` and ``discovery_timeout``."""
+    """``spec`` plus what every provider takes: ``accelerator``, ``discovery_timeout``, ``invalid_nodes``."""
     spec = dict(spec)
     spec["accelerator"] = ACCELERATOR
     spec["discovery_timeout"] = DISCOVERY_TIMEOUT
+    spec["invalid_nodes"] = INVALID_NODES
     return spec
 
 
@@ -135,7 +148,9 @@ INVENTORY_PARAMS = _with_accelerator({
 INFINIBAND_PARAMS = _with_accelerator({
     "ibnetdiscover": {"type": "dict",
                       "description": "Node to the text `ibnetdiscover` printed there, or the registered result of the "
-                                     "task (its `stdout` is read; a failed result is an error)."},
+                                     "task (its `stdout` is read; a failed result is an error); or to a list of them, "
+                                     "or a loop's registered result (`results`): one run per port, "
+                                     "`ibnetdiscover -C <ca> -P <port>`."},
     "ibnetdiscover_files": {"type": "list", "elements": "path", "description": "Paths of saved outputs."},
     "nodes": {"type": "raw",
               "description": "The cluster's nodes, a list or a hostlist (`gpu[001-128]`); default every host named by "
@@ -148,6 +163,27 @@ INFINIBAND_PARAMS = _with_accelerator({
                    "description": "Node to its `topology_node` fact from `aifactory.topology.topology_facts`: every HCA "
                                   "GUID the node found in its sysfs is that node's, whatever the HCA's description says "
                                   "(`node_map` wins where both name one HCA; a GUID in two nodes' facts is an error)."},
+    "switches": {"type": "dict",
+                 "description": "Which switches make the tree (Topograph's `switchSelector`): regular expressions "
+                                "matched whole against a switch's display name (`DC1-STOR-LEAF-1`) or GUID id "
+                                "(`S-...`). Needed where storage or management leaves share the compute subnet.",
+                 "options": {
+                     "include": {"type": "list", "elements": "str",
+                                 "description": "Only leaves (switches with host HCAs) that match are leaves; the "
+                                                "switches above are found as usual."},
+                     "exclude": {"type": "list", "elements": "str",
+                                 "description": "Switches that match leave the fabric, at every tier, with their "
+                                                "links; hosts only they reach get no switch."},
+                 }},
+    "hcas": {"type": "dict",
+             "description": "Which HCAs put a node under a leaf: regular expressions matched whole against the HCA's "
+                            "name (`mlx5_0`, the second word of its node description) or GUID id (`H-...`); for "
+                            "nodes whose storage HCA (`mlx5_1`) is on the same subnet as the compute ones.",
+             "options": {
+                 "include": {"type": "list", "elements": "str",
+                             "description": "Only HCAs that match count (`[mlx5_0]`, `['mlx5_[02-9]']`)."},
+                 "exclude": {"type": "list", "elements": "str", "description": "HCAs that match do not count."},
+             }},
 })
 
 NETQ_PARAMS = _with_accelerator(dict({
@@ -256,12 +292,39 @@ _KUBERNETES_COMMON = {
 }
 DRA_PARAMS = _with_accelerator(dict(_KUBERNETES_COMMON, label={
     "type": "str", "default": GPU_CLIQUE_LABEL, "description": "The Node label that holds the accelerator domain."}))
+# preset -> (fabric_labels, accelerator_label) of the node_labels provider.
+NODE_LABEL_PRESETS = {
+    # Crusoe's control plane: tier 0 the rail-optimized pod, tier 1 the InfiniBand partition; the
+    # NVLink domain from GPU feature discovery's clique, verbatim (Topograph's crusoe provider).
+    "crusoe": (["crusoe.ai/pod.id", "crusoe.ai/ib.partition.id"], GPU_CLIQUE_LABEL),
+}
+ON_MISSING_LABEL = ("partial", "skip", "fail")
+SWITCH_IDS = ("label", "topograph")
 NODE_LABELS_PARAMS = _with_accelerator(dict(
     _KUBERNETES_COMMON,
+    preset={"type": "str", "choices": list(NODE_LABEL_PRESETS),
+            "description": "Labels of a known platform instead of `fabric_labels` and `accelerator_label` (an error "
+                           "with either): `crusoe` reads `crusoe.ai/pod.id` (tier 0), `crusoe.ai/ib.partition.id` "
+                           "(tier 1) and the domain from `nvidia.com/gpu.clique`, verbatim."},
     fabric_labels={"type": "list", "elements": "str",
-                   "description": "The tier labels, tier 0 first; default `fabric.topograph.run/tier-N`."},
+                   "description": "The tier labels, tier 0 (closest to the node) first; default "
+                                  "`fabric.topograph.run/tier-N`."},
     accelerator_label={"type": "str", "description": "The domain label; default `accelerator.topograph.run/domain`."},
     sub_domain_label={"type": "str", "description": "The sub-domain label; default `accelerator.topograph.run/sub-domain`."},
+    on_missing_label={"type": "str", "choices": list(ON_MISSING_LABEL), "default": "partial",
+                      "description": "A node without one of the `fabric_labels` (or a preset's): `partial` keeps the "
+                                     "tiers from 0 up to the first missing one (a node with a gap is quarantined); `skip` leaves the "
+                                     "node out with a warning, `fail` fails naming the node and label (Topograph's "
+                                     "`onMissingLabel`; `skip` is its default)."},
+    require_ready={"type": "bool", "default": False,
+                   "description": "Leave out, with a warning, Nodes whose `Ready` condition is not `True` "
+                                  "(Topograph's `requireReady`; cordoned nodes stay). Nodes being deleted are always "
+                                  "left out, with a warning."},
+    switch_ids={"type": "str", "choices": list(SWITCH_IDS), "default": "label",
+                "description": "`label`: a switch is its label value (one value under two parents is an error). "
+                               "`topograph`: Topograph's `kubernetes` provider's ids, the top tier's value kept and "
+                               "each lower tier `<first 30 characters>-<32 hex digits of the SHA-256 of its path>`, "
+                               "so equal values under different parents are different switches."},
 ))
 _AUTH_DESCRIPTIONS = {
     "kubeconfig": "Path of a kubeconfig file; else `K8S_AUTH_KUBECONFIG`.",

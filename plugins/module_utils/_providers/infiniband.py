@@ -4,7 +4,8 @@
 
 params:
   ibnetdiscover:        node -> the text ibnetdiscover printed there (or the registered
-                        result of an ``ansible.builtin.command`` task: its ``stdout`` is read)
+                        result of an ``ansible.builtin.command`` task: its ``stdout`` is read), or a
+                        list of them / a loop's registered result (one run per port)
   ibnetdiscover_files:  paths of saved outputs (a path or a list)
   nodes:                the cluster's nodes (hostlist or list); default every host named by an HCA
   node_map:             HCA GUID (``H-<guid>``, ``0x<guid>``, ``<guid>``) or described host name
@@ -12,12 +13,22 @@ params:
   node_facts:           node -> its ``topology_node`` fact (aifactory.topology.topology_facts): each
                         HCA GUID a node reported is that node's, whatever its description says;
                         ``node_map`` wins where both name one HCA
+  switches:             ``{include: [regex], exclude: [regex]}`` on switch names (display name or GUID id,
+                        matched whole): excluded switches leave the fabric at every tier; with include,
+                        only matching switches are leaves (Topograph's ``switchSelector``)
+  hcas:                 ``{include: [regex], exclude: [regex]}`` on HCA names (``mlx5_0``, the second word
+                        of the description) or GUIDs: only selected HCAs put a node under a leaf
 
 An HCA's node description is ``<host> <hca>`` (``a05-p1-dgx-01-c01 mlx5_0``), set by the
 host (rdma-ndd); its first word is the node name, as in Topograph. Every output of one fabric
 lists the whole fabric, so outputs that only differ in their ``#`` header are read once.
 A leaf is a switch with HCAs of cluster nodes; the tiers above it are the switches without
 host HCAs linked to the tier below; then the Clos is collapsed (``_merger``).
+
+A leaf that holds most nodes of two or more other leaves the fabric keeps apart (a storage or
+management leaf on the compute subnet, reached by every node's second HCA) would swallow the
+tree: every node would end under it. That is an error naming the leaf and what to set
+(``switches.exclude``, ``hcas.include``), never a one-switch map.
 """
 
 from __future__ import annotations
@@ -27,8 +38,9 @@ import re
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
+from ansible_collections.aifactory.topology.plugins.module_utils._patterns import NameSelector
 from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -156,6 +168,12 @@ def _host_in(description):
     return match.group(1) if match else None
 
 
+def _hca_name(description):
+    """The HCA's own name in ``<host> <hca>`` (``mlx5_0``), or None."""
+    words = description.split()
+    return words[1] if len(words) == 2 else None
+
+
 def _guid_key(text):
     """``H-E09D...``, ``0xe09d...`` and ``e09d...`` are one GUID; other text is kept as it is."""
     match = _GUID.match(text)
@@ -168,10 +186,21 @@ def _outputs(params):
     outputs = params.get("ibnetdiscover") or {}
     for node, value in outputs.items():
         node = str(node)[:60]
-        text = command_output(value, f"params.ibnetdiscover.{node}")
-        if not isinstance(text, str):
-            raise TopologyError(f"params.ibnetdiscover.{node} must be the text ibnetdiscover printed")
-        found.append((f"ibnetdiscover output of {node}", text))
+        # One run per port (``ibnetdiscover -C mlx5_0 -P 1`` in a loop): a list, or the loop's registered result.
+        runs = value.get("results") if isinstance(value, dict) and "results" in value else value
+        if isinstance(runs, list):
+            if not runs:
+                raise TopologyError(f"params.ibnetdiscover.{node} is an empty list; give each port's output")
+            labels = [f"{node}[{index}]" for index in range(len(runs))]
+            labels = [f"{label} ({str(run['item'])[:40]})" if isinstance(run, dict) and "item" in run else label
+                      for label, run in zip(labels, runs)]
+        else:
+            runs, labels = [runs], [node]
+        for label, run in zip(labels, runs):
+            text = command_output(run, f"params.ibnetdiscover.{label}")
+            if not isinstance(text, str):
+                raise TopologyError(f"params.ibnetdiscover.{label} must be the text ibnetdiscover printed")
+            found.append((f"ibnetdiscover output of {label}", text))
     files = params.get("ibnetdiscover_files") or []
     for path in files:
         try:
@@ -201,10 +230,12 @@ def discover(params, creds, warn):
                                 "(a string) to a node name (a string)")
     guids = facts_node_map(params.get("node_facts"))
     guids.update({_guid_key(k): v for k, v in node_map.items()})
+    switch_selector = NameSelector.from_params(params.get("switches"), "params.switches")
+    hca_selector = NameSelector.from_params(params.get("hcas"), "params.hcas")
     fabric = Fabric()
     for source, text in _outputs(params):
         parse(text, source, fabric)
-    return build(fabric, wanted, guids, warn)
+    return build(fabric, wanted, guids, warn, switch_selector, hca_selector)
 
 
 def facts_node_map(node_facts):
@@ -232,21 +263,35 @@ def facts_node_map(node_facts):
     return owners
 
 
-def build(fabric, wanted=None, node_map=None, warn=None):
+def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, hca_selector=None):
     """The Topology of a parsed fabric: leaves with cluster HCAs, tiers above, collapsed.
 
-    ``node_map`` keys are GUIDs in ``_guid_key`` form or described host names.
+    ``node_map`` keys are GUIDs in ``_guid_key`` form or described host names;
+    ``switch_selector`` and ``hca_selector`` are ``_patterns.NameSelector`` (or None).
     """
     warn = warn or (lambda message: None)
     node_map = node_map or {}
-    switches = fabric.of_kind("Switch")
-    switch_systems = {device.system_guid for device in switches.values() if device.system_guid}
-    host_facing, leaves, unnamed, placeholders = set(), {}, [], set()
+    every_switch = fabric.of_kind("Switch")
+    switch_systems = {device.system_guid for device in every_switch.values() if device.system_guid}
+    names = {}
+    for sid, device in every_switch.items():
+        name = switch_name(device.description)
+        if name is not None:
+            names[sid] = name
+    if switch_selector is not None:
+        switches = {sid: device for sid, device in every_switch.items()
+                    if not switch_selector.excludes(sid, names.get(sid))}
+    else:
+        switches = every_switch
+    host_facing, leaves, unnamed, placeholders, refused = set(), {}, [], set(), {}
+    others = {}  # leaf -> hosts on it that are not cluster nodes (or whose HCA was not selected)
+    leaf_hcas = {}  # leaf -> {node: HCA names}
     for hca_id, hca in fabric.of_kind("Ca").items():
         if hca.system_guid in switch_systems or hca.description.endswith("Aggregation Node"):
             continue  # the switch's own SHARP aggregation node, not a host
         described = _host_in(hca.description)
         name = node_map.get(_guid_key(hca_id), node_map.get(described, described))
+        # Every host HCA keeps its switch out of the tiers above, selected or not: a leaf is a leaf.
         attached = [peer for peer in fabric.links.get(hca_id, ()) if peer in switches]
         host_facing.update(attached)
         if name is None:
@@ -255,29 +300,51 @@ def build(fabric, wanted=None, node_map=None, warn=None):
         if name in _PLACEHOLDER_HOSTS:
             placeholders.add(name)
             continue
-        if wanted is not None and name not in wanted:
+        hca_name = _hca_name(hca.description)
+        if switch_selector is not None:
+            attached = [leaf for leaf in attached if switch_selector.included(leaf, names.get(leaf))]
+        if (wanted is not None and name not in wanted) or (
+                hca_selector is not None and not hca_selector.selects(hca_id, hca_name)):
+            if name_problem(name) is None:  # only names fit to be shown in a message
+                for leaf in attached:
+                    others.setdefault(leaf, set()).add(name)
             continue
         # Any host with root on the fabric sets its description: the name is checked here,
-        # where its origin is known, before it reaches a Slurm file.
-        check_name(name, f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}"
-                   if name == described else f"params.node_map value for HCA {clip(hca_id)}")
+        # where its origin is known, before it reaches a Slurm file. A bad description is that
+        # host's problem (quarantined); a bad params.node_map value is the operator's (fatal).
+        if name == described:
+            problem = name_problem(name)
+            if problem is not None:
+                refused[name] = f"{hca.source}, line {hca.line}: HCA {clip(hca_id)} described {clip(hca.description)}: {problem}"
+                continue
+        else:
+            check_name(name, f"params.node_map value for HCA {clip(hca_id)}")
         for leaf in attached:
             leaves.setdefault(leaf, set()).add(name)
+            leaf_hcas.setdefault(leaf, {}).setdefault(name, set()).add(hca_name or clip(hca_id))
+    for sid in switches:
+        if sid in names:
+            device = switches[sid]
+            check_name(names[sid], f"{device.source}, line {device.line}: switch {clip(sid)} described "
+                                   f"{clip(device.description)}")
+    _refuse_swallowing_leaves(leaves, names, others, leaf_hcas)
     up = {sid: [peer for peer in fabric.links.get(sid, ()) if peer in switches and peer not in host_facing]
           for sid in switches}
     tiers = _merger.collapse(_merger.tiers_bottom_up(leaves, up), warn)
-    names = {}
-    for sid, device in switches.items():
-        name = switch_name(device.description)
-        if name is not None:
-            names[sid] = check_name(name, f"{device.source}, line {device.line}: switch {clip(sid)} described "
-                                          f"{clip(device.description)}")
-    topology = _merger.add_tree(Topology(), tiers, names)
+    names = {sid: name for sid, name in names.items() if sid in switches}
+    topology = Topology()
+    for name, reason in refused.items():
+        topology.quarantine(name, "infiniband", reason)
+    topology = _merger.add_tree(topology, tiers, names)
+    _warn_split_tree(topology, fabric, names, warn)
     _merger.keep_unique_names(topology, warn)
     if wanted is None and (unnamed or placeholders):
         warn(f"{len(unnamed)} HCAs have no host name in their node description and HCAs named "
              f"{sorted(placeholders) or 'none'} are not taken as nodes; set the hosts' node descriptions "
              "or name them in params.node_map")
+    if not topology.nodes and (switch_selector is not None or hca_selector is not None):
+        raise TopologyError("params.switches and params.hcas leave no HCA of a cluster node on a selected leaf "
+                            "switch; check the patterns against the switch names and HCA names of the output")
     if not topology.nodes:
         raise TopologyError("no HCA in the ibnetdiscover output belongs to a node of params.nodes "
                             "(check the node names against the HCAs' node descriptions, or use params.node_map)"
@@ -289,3 +356,82 @@ def build(fabric, wanted=None, node_map=None, warn=None):
         for name in missing:
             topology.add_node(name, source="params.nodes")
     return topology
+
+
+def _shown(items, limit=4):
+    items = sorted(items, key=hostlist.natural_key)
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _literal(name):
+    """``name`` as a regular expression that matches only it (names have no ``[``, ``]`` or ``\\``)."""
+    return "".join("\\" + char if char in ".^$*+?{}|()" else char for char in name)
+
+
+def _refuse_swallowing_leaves(leaves, names, others, leaf_hcas):
+    """A TopologyError when one leaf holds most nodes of two or more leaves that the fabric keeps apart.
+
+    Such a leaf is no leaf of the compute tree but a second network on the same subnet (a storage or
+    management leaf reached by every node's second HCA): the merge would put every node under it and
+    the compute tree would be gone. Leaves with the same nodes (the rails of a scalable unit) are one
+    group; a group "holds most" of another when it has more than half its nodes; two groups are "kept
+    apart" when they share less than half of the smaller one. A host on some rails only, or a missing
+    cable, touches one group or a few nodes and is not refused (the merge warns about it).
+    """
+    groups = {}
+    for leaf in sorted(leaves):
+        if leaves[leaf]:
+            groups.setdefault(frozenset(leaves[leaf]), []).append(leaf)
+    holding = {}
+    for group in groups:
+        for node in group:
+            holding.setdefault(node, []).append(group)
+    for group, group_leaves in groups.items():
+        shared = {}
+        for node in group:
+            for other in holding[node]:
+                if other is not group:
+                    shared[other] = shared.get(other, 0) + 1
+        held = [other for other, count in shared.items() if 2 * count > len(other)]
+        if not any(2 * len(a & b) < min(len(a), len(b)) for index, a in enumerate(held) for b in held[index + 1:]):
+            continue
+        leaf = group_leaves[0]
+        label = names.get(leaf, leaf)
+        swallowed = {names.get(other_leaf, other_leaf) for other in held for other_leaf in groups[other]}
+        nodes = set().union(*(group & other for other in held))
+        hca_names = sorted({hca for node in nodes for hca in leaf_hcas.get(leaf, {}).get(node, ())})
+        # Hosts only this leaf has (storage servers), and hosts that are not (selected) cluster nodes.
+        extra = sorted((group - set().union(*held)) | others.get(leaf, set()), key=hostlist.natural_key)
+        hosts = f", and {len(extra)} hosts no compute leaf has ({hostlist.compress(extra)})" if extra else ""
+        raise TopologyError(
+            f"leaf switch {label} ({leaf}) holds {len(nodes)} nodes that the rest of the fabric places under "
+            f"{len(swallowed)} other leaf switches ({_shown(swallowed)}){hosts}: it is a storage or management "
+            f"leaf on the compute fabric, and the merge would put every node under it (one switch, no tree). "
+            f"Set params.switches.exclude: [{_literal(label)!r}] to leave it out, or params.hcas.include to the "
+            f"names of the compute HCAs (the nodes reach it through {', '.join(hca_names[:4]) or 'their HCAs'}), "
+            f"or params.switches.include to the compute leaves")
+
+
+def _warn_split_tree(topology, fabric, names, warn):
+    """Warn when the tree has several roots that fabric links join: leaves at different depths.
+
+    A leaf linked straight to a higher tier (a storage leaf on the cores, its compute HCAs left
+    out) makes those switches its tier 1, so the compute leaves' spines find no parent: Slurm then
+    sees separate trees and places no job across them.
+    """
+    root_of = {sid: topology.path(sid)[-1] for sid in topology.switches}
+    roots = sorted(set(root_of.values()))
+    if len(roots) < 2:
+        return
+    joined = set()
+    for sid, root in root_of.items():
+        for peer in fabric.links.get(sid, ()):
+            if root_of.get(peer, root) != root:
+                joined.update((root, root_of[peer]))
+    if not joined:
+        return  # separate fabrics (a compute and a storage subnet): separate trees are right
+    shown = _shown(names.get(root, root) for root in joined)
+    warn(f"the tree has {len(joined)} roots that fabric links join ({shown}): a leaf is linked straight to a "
+         "higher tier (a storage or management leaf on the cores?), so the tiers above the other leaves are cut "
+         "off and Slurm places no job across these trees; leave that leaf out with params.switches.exclude, or "
+         "list the cluster's nodes in params.nodes so it holds none")

@@ -6,7 +6,9 @@
   GPU feature discovery publish it) or another label; no switch tree (Topograph's ``dra`` provider).
 * ``node_labels``: managed clusters that already publish topology labels (Crusoe-style): the tier
   labels (``fabric.topograph.run/tier-N`` or a configured list, tier 0 first) become the switch
-  tree, the domain and sub-domain labels the accelerator domains.
+  tree, the domain and sub-domain labels the accelerator domains. ``preset: crusoe`` names Crusoe's
+  labels; ``require_ready``, ``on_missing_label`` and ``switch_ids: topograph`` are the options of
+  Topograph's ``kubernetes`` provider (docs/providers/node_labels.md). Nodes being deleted are left out.
 
 Common params: ``node_selector`` (label -> value), ``instance_annotation`` (default
 ``topograph.run/instance``, what Topograph's node data broker writes: the host name, used as the
@@ -18,19 +20,25 @@ to its ``K8S_AUTH_*`` variable.
 
 from __future__ import annotations
 
+import hashlib
+
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 GPU_CLIQUE_LABEL = _specs.GPU_CLIQUE_LABEL
 INSTANCE_ANNOTATION = _specs.INSTANCE_ANNOTATION
+PRESETS = _specs.NODE_LABEL_PRESETS
+ON_MISSING_LABEL = _specs.ON_MISSING_LABEL
+SWITCH_IDS = _specs.SWITCH_IDS
 
 
-def list_cluster_nodes(params, creds, client=None):
-    """[(model node name, labels)] for the listed Nodes; duplicate model names are an error."""
+def list_cluster_nodes(params, creds, client=None, items=False):
+    """[(model node name, labels)] for the listed Nodes (``items``: the whole Node object instead of
+    its labels); duplicate model names are an error."""
     if client is None:
         client = _k8s.K8sClient.from_auth(creds, timeout=params.get("request_timeout") or 60.0)
     selector = _k8s.selector_string(params.get("node_selector"), "params.node_selector")
@@ -45,7 +53,7 @@ def list_cluster_nodes(params, creds, client=None):
             raise TopologyError(f"nodes {seen[model_name]!r} and {name!r} both map to {model_name!r} "
                                 f"(annotation {annotation})")
         seen[model_name] = name
-        result.append((model_name, metadata.get("labels") or {}))
+        result.append((model_name, item if items else metadata.get("labels") or {}))
     return result
 
 
@@ -69,36 +77,127 @@ def discover_dra(params, creds, warn, client=None):
     return topology
 
 
+def _being_deleted(item):
+    return bool((item.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _is_ready(item):
+    """The Node's Ready condition is True (a cordoned node is still ready: its workloads stay)."""
+    for condition in (item.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def topograph_switch_id(values):
+    """Topograph's ``kubernetes`` provider's id of the tier whose path up is ``values`` (this tier first):
+    the top tier's value as it is; below it, the value's first 30 characters (trailing ``-``, ``_``, ``.``
+    dropped), ``-`` and the first 16 bytes, in hex, of the SHA-256 of the path joined with ``/``. The same
+    value under two parents is two switches, and the id stays a valid label value (at most 63 characters)."""
+    if len(values) == 1:
+        return values[0]
+    digest = hashlib.sha256("/".join(values).encode("utf-8")).hexdigest()[:32]
+    return f"{values[0][:30].rstrip('-_.')}-{digest}"
+
+
+def _preset(params):
+    """(fabric_labels, accelerator_label) of ``params``, its ``preset`` applied."""
+    preset = params.get("preset")
+    fabric_labels, accelerator_label = params.get("fabric_labels"), params.get("accelerator_label")
+    if preset is None:
+        return fabric_labels, accelerator_label
+    if preset not in PRESETS:
+        raise TopologyError(f"params.preset: {clip(preset)} is not a preset; known: {', '.join(sorted(PRESETS))}")
+    given = [key for key in ("fabric_labels", "accelerator_label") if params.get(key) is not None]
+    if given:
+        raise TopologyError(f"params.preset {preset} sets {' and '.join(given)}; leave {'them' if len(given) > 1 else 'it'} "
+                            "out, or name every label without the preset")
+    return PRESETS[preset]
+
+
+def _tier_path(name, labels, keys, on_missing):
+    """The node's tier label values, tier 0 first; None to leave the node out (``on_missing: skip``)."""
+    path = []
+    while True:
+        key = keys.fabric_key(len(path))
+        if key is None or not labels.get(key):
+            break
+        path.append(labels[key])
+    missing = keys.fabric_key(len(path))
+    gap = next((keys.fabric_key(tier) for tier in range(len(path) + 1, len(path) + 8)
+                if keys.fabric_key(tier) and labels.get(keys.fabric_key(tier))), None)
+    if gap:
+        problem = f"node {name}: has {gap} but no {missing}"
+    elif (keys.fabric_labels is not None and missing is not None and on_missing != "partial"
+          and (path or on_missing == "fail")):
+        # Topograph's rule once on_missing_label is set: every listed tier label, or the node is skipped or fails.
+        present = ", ".join(keys.fabric_key(tier) for tier in range(len(path)))
+        problem = f"node {name}: has no {missing} label" + (f" (it has {present})" if path else "")
+    else:
+        problem = None
+    if problem is None:
+        return path
+    if on_missing == "skip":
+        return None
+    if on_missing == "fail":
+        raise TopologyError(problem + " (on_missing_label: fail)")
+    raise NodeDataError(problem + "; tiers must start at tier 0 with no gap")
+
+
 def discover_node_labels(params, creds, warn, client=None):
-    keys = _labels.LabelKeys(params.get("fabric_labels"), params.get("accelerator_label"))
+    fabric_labels, accelerator_label = _preset(params)
+    keys = _labels.LabelKeys(fabric_labels, accelerator_label)
     sub_label = params.get("sub_domain_label") or _labels.SUB_DOMAIN_LABEL
     _labels.check_label_key(sub_label, "params.sub_domain_label")
+    on_missing = params.get("on_missing_label") or "partial"
+    if on_missing not in ON_MISSING_LABEL:
+        raise TopologyError(f"params.on_missing_label must be one of {', '.join(ON_MISSING_LABEL)}, got {clip(on_missing)}")
+    switch_ids = params.get("switch_ids") or "label"
+    if switch_ids not in SWITCH_IDS:
+        raise TopologyError(f"params.switch_ids must be one of {', '.join(SWITCH_IDS)}, got {clip(switch_ids)}")
     topology = Topology()
-    listed = list_cluster_nodes(params, creds, client)
-    without = []
-    for name, labels in listed:
-        path = []
-        while True:
-            key = keys.fabric_key(len(path))
-            if key is None or not labels.get(key):
-                break
-            path.append(labels[key])
-        gap = next((keys.fabric_key(tier) for tier in range(len(path) + 1, len(path) + 8)
-                    if keys.fabric_key(tier) and labels.get(keys.fabric_key(tier))), None)
-        if gap:
-            raise TopologyError(f"node {name}: has {gap} but no {keys.fabric_key(len(path))}; tiers must start at "
-                                "tier 0 with no gap")
+    listed = list_cluster_nodes(params, creds, client, items=True)
+    without, skipped, not_ready, deleted = [], [], [], []
+    for name, item in listed:
+        if _being_deleted(item):
+            deleted.append(name)
+            continue
+        if params.get("require_ready") and not _is_ready(item):
+            not_ready.append(name)
+            continue
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        path, quarantined = None, True
+        with topology.per_node(name, "node_labels"):  # a gap in one node's tiers quarantines that node
+            path, quarantined = _tier_path(name, labels, keys, on_missing), False
+        if quarantined:
+            continue
+        if path is None:
+            skipped.append(name)
+            continue
         domain = (labels.get(keys.accelerator_label) or "").strip() or None
         sub_domain = (labels.get(sub_label) or "").strip() or None if domain else None
         if not path and domain is None:
             without.append(name)
             continue
+        if switch_ids == "topograph":
+            path = [topograph_switch_id(path[tier:]) for tier in range(len(path))]
         for tier, switch in enumerate(path):
             topology.add_switch(switch, path[tier + 1] if tier + 1 < len(path) else None,
                                 source=f"node {name} label {keys.fabric_key(tier)}")
         topology.add_node(name, path[0] if path else None, domain, sub_domain, source=f"node {name}")
     if not topology.nodes:
-        raise TopologyError(f"no listed node has topology labels ({len(listed)} nodes listed)")
+        raise TopologyError(f"no listed node has topology labels ({len(listed)} nodes listed"
+                            + (f", {len(deleted)} being deleted" if deleted else "")
+                            + (f", {len(not_ready)} not Ready" if not_ready else "")
+                            + (f", {len(skipped)} missing a tier label" if skipped else "")
+                            + (f", {len(topology.quarantined)} quarantined" if topology.quarantined else "") + ")")
+    if deleted:
+        warn(f"{len(deleted)} nodes are being deleted and are left out: {hostlist.compress(deleted)}")
+    if not_ready:
+        warn(f"{len(not_ready)} nodes are not Ready and are left out (require_ready): {hostlist.compress(not_ready)}")
+    if skipped:
+        warn(f"{len(skipped)} nodes miss one of the tier labels {', '.join(keys.fabric_labels or ())} and are left out "
+             f"(on_missing_label: skip): {hostlist.compress(skipped)}")
     if without:
         warn(f"{len(without)} nodes have no topology labels and are left out: {hostlist.compress(without)}")
     topology.check_switch_forest()

@@ -16,8 +16,12 @@ from ansible_collections.aifactory.topology.plugins.module_utils._errors import 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH, PartialWrite
 
 
+# The taint k8s_node_labels puts on nodes quarantined as unhealthy (taint_unhealthy), and takes off again.
+UNHEALTHY_TAINT = {"key": "aifactory.topology/unhealthy", "value": "quarantined", "effect": "NoSchedule"}
+
+
 class ListedNode:
-    __slots__ = ("name", "labels", "annotations", "resource_version")
+    __slots__ = ("name", "labels", "annotations", "resource_version", "taints")
 
     def __init__(self, item):
         metadata = item.get("metadata") or {}
@@ -25,6 +29,11 @@ class ListedNode:
         self.labels = metadata.get("labels") or {}
         self.annotations = metadata.get("annotations") or {}
         self.resource_version = metadata.get("resourceVersion")
+        taints = (item.get("spec") or {}).get("taints")
+        self.taints = [taint for taint in taints if isinstance(taint, dict)] if isinstance(taints, list) else []
+
+    def has_unhealthy_taint(self):
+        return any(taint.get("key") == UNHEALTHY_TAINT["key"] for taint in self.taints)
 
     def field(self, name):
         return self.labels if name == "labels" else self.annotations
@@ -122,6 +131,38 @@ def patch_nodes(client, changes, nodes, keys, options, field="labels"):
     return [change for change in results if change is not None and change.written], error
 
 
+def patch_unhealthy_taints(client, wanted, nodes, options):
+    """Put the unhealthy taint on the nodes ``wanted`` maps to True and take it off those mapped to False.
+
+    ``spec.taints`` is one list: the patch carries every other taint of the node as it was listed, with the
+    listed ``resourceVersion`` as a precondition, so a taint someone else adds meanwhile is never lost (409:
+    read again, recompute). Returns (names written, first error).
+    """
+    def patch_one(name):
+        state = {"node": nodes[name]}
+
+        def attempt():
+            node = state["node"]
+            if node.has_unhealthy_taint() == wanted[name]:
+                return None
+            taints = [taint for taint in node.taints if taint.get("key") != UNHEALTHY_TAINT["key"]]
+            if wanted[name]:
+                taints.append(dict(UNHEALTHY_TAINT))
+            body = {"metadata": {"resourceVersion": node.resource_version}, "spec": {"taints": taints}}
+            try:
+                client.request("PATCH", _k8s.node_path(name), options.query(), body, MERGE_PATCH)
+            except _k8s.K8sError as exc:
+                if exc.status == 409:
+                    state["node"] = ListedNode(client.request("GET", _k8s.node_path(name)))
+                raise
+            return name
+
+        return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)
+
+    results, error = _k8s.run_bounded(patch_one, sorted(wanted), options.concurrency)
+    return [name for name in results if name is not None], error
+
+
 def node_diff(changes):
     """Diff-mode data: before/after managed entries of every written node (after = the server's answer)."""
     return {
@@ -130,9 +171,37 @@ def node_diff(changes):
     }
 
 
+def check_quarantine_share(nodes, quarantined, keys, max_node_loss, force, warn):
+    """Refuse to unlabel quarantined nodes when they are more than ``max_node_loss`` % of the labelled nodes.
+
+    A mass failure (a fabric manager down, every tray degraded) would otherwise take every node out of
+    the schedulers' topology at once; like the Slurm file guard, ``force`` accepts it with a warning.
+    """
+    labelled = [name for name, node in nodes.items() if keys.managed(node.labels)]
+    losing = [name for name in quarantined if name in nodes and keys.managed(nodes[name].labels)]
+    if not losing:
+        return
+    share = 100.0 * len(losing) / len(labelled)
+    if share <= max_node_loss:
+        return
+    message = (f"{len(losing)} of {len(labelled)} labelled nodes are quarantined ({share:.1f}% > max_node_loss "
+               f"{max_node_loss:g}%): {hostlist.compress(losing)[:200]}")
+    if not force:
+        raise TopologyError(f"refusing to remove the topology labels of {message}; nothing was written. "
+                            "Fix the cause, or set force: true to accept")
+    warn(f"force: removing the topology labels of {message}")
+
+
 def reconcile_node_labels(client, topology, keys, options, node_selector=None, no_topology_value=None,
-                          clean_absent_nodes=True, warn=None, diff=False):
-    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff)."""
+                          clean_absent_nodes=True, warn=None, diff=False, max_node_loss=10.0, force=False,
+                          taint_unhealthy=False):
+    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff).
+
+    Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
+    topology-aware schedulers do not count them; the share is bounded by ``max_node_loss``. With
+    ``taint_unhealthy`` the nodes quarantined as unhealthy get UNHEALTHY_TAINT; every other listed node that
+    carries it (recovered, or the option turned off) has it taken off.
+    """
     warn = warn or (lambda message: None)
     _labels.check_node_names(topology.nodes, "the topology")
     desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
@@ -149,17 +218,36 @@ def reconcile_node_labels(client, topology, keys, options, node_selector=None, n
             raise TopologyError(f"none of the {len(nodes)} listed nodes is in the topology; refusing to remove the "
                                 f"topology labels of {len(labelled)} nodes (wrong cluster, node_selector or topology?)")
         desired.update({name: {} for name in labelled})
+    quarantined = [record.node for record in topology.quarantined.values() if record.node is not None]
+    check_quarantine_share(nodes, quarantined, keys, max_node_loss, force, warn)
+    desired.update({name: {} for name in quarantined if name in nodes})
     changes = plan_node_changes(nodes, desired, keys)
+    unhealthy = {record.node for record in topology.quarantined.values()
+                 if taint_unhealthy and record.unhealthy and record.node in nodes}
+    taints = {name: name in unhealthy for name, node in nodes.items()
+              if (name in unhealthy) != node.has_unhealthy_taint()}
+    if unhealthy and 100.0 * len(unhealthy) / len(nodes) > max_node_loss:
+        message = (f"{len(unhealthy)} of {len(nodes)} listed nodes quarantined as unhealthy "
+                   f"({100.0 * len(unhealthy) / len(nodes):.1f}% > max_node_loss {max_node_loss:g}%)")
+        if not force:
+            raise TopologyError(f"refusing to taint {message}; nothing was written. Fix the cause, or set force: true")
+        warn(f"force: tainting {message}")
     written, error = patch_nodes(client, changes, nodes, keys, options)
+    tainted = []
+    if error is None and taints:
+        tainted, error = patch_unhealthy_taints(client, taints, nodes, options)
     cleaned = sum(1 for change in written if change.name not in topology.nodes)
     result = {
-        "changed": bool(written),
+        "changed": bool(written or tainted),
         "changed_nodes": [change.name for change in written],
+        "tainted": [name for name in tainted if taints[name]],
+        "untainted": [name for name in tainted if not taints[name]],
         "changes": {change.name: change.after for change in written},
         "summary": {
             "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(written),
-            "nodes_cleaned": cleaned, "nodes_missing": len(missing),
+            "nodes_cleaned": cleaned, "nodes_missing": len(missing), "quarantined": len(topology.quarantined),
         },
+        "quarantined": topology.quarantine_report(),
     }
     return finish_node_writes(result, written, error, diff)
 

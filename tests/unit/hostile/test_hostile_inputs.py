@@ -11,6 +11,8 @@ import ast
 import os
 from pathlib import Path
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -85,11 +87,21 @@ def test_two_switches_with_one_display_name_are_an_error():
         discover("inventory", params)
 
 
-def test_an_hca_description_with_a_hostlist_is_an_error_naming_the_line():
+def test_an_hca_description_with_a_hostlist_quarantines_that_hca_naming_the_line():
     text = GOOD_IB.replace('"a08-p1-dgx-04-c01 mlx5_5"', '"node[01-09] mlx5_5"')
-    with pytest.raises(TopologyError, match=r"ibnetdiscover output of n1, line \d+: HCA 'H-e09d7303007a4bd8' described "
-                                            r"'node\[01-09\] mlx5_5': 'node\[01-09\]' contains '\['"):
-        discover("infiniband", {"ibnetdiscover": {"n1": text}})
+    reason = (r"ibnetdiscover output of n1, line \d+: HCA 'H-e09d7303007a4bd8' described "
+              r"'node\[01-09\] mlx5_5': 'node\[01-09\]' contains '\['")
+    warnings = []
+    topology = discover("infiniband", {"ibnetdiscover": {"n1": text}}, warn=warnings.append)
+    assert list(topology.quarantined) == ["'node[01-09]'"]
+    record = topology.quarantined["'node[01-09]'"]
+    assert (record.node, record.source, record.unhealthy) == (None, "infiniband", False)
+    assert re.match(reason, record.reason)
+    assert not any("[" in name for name in topology.nodes) and "a08-p1-dgx-04-c02" in topology.nodes
+    assert [w for w in warnings if w.startswith("1 nodes quarantined (left out of the map): 'node[01-09]' (")]
+    with pytest.raises(TopologyError, match=r"provider infiniband: 1 nodes have unusable data \(params.invalid_nodes "
+                                            r"is fail\): 'node\[01-09\]' \(" + reason):
+        discover("infiniband", {"ibnetdiscover": {"n1": text}, "invalid_nodes": "fail"})
 
 
 @pytest.mark.parametrize("option, value, message", [

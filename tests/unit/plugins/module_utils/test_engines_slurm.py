@@ -19,7 +19,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._model import T
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
-from ...conftest_paths import FIXTURES, GOLDEN, MODELS
+from ...conftest_paths import FIXTURES, GOLDEN, MODELS, REPO
+
+STORAGE_FABRIC = REPO / "tests" / "fixtures" / "infiniband" / "storage-on-compute-fabric.out"
 
 
 def sim(model, **params):
@@ -48,6 +50,9 @@ def collect(warnings):
 
 
 GOLDEN_CASES = {
+    # The storage leaf on the compute subnet left out: the 2-pod tree, not one switch (test_provider_infiniband_storage.py).
+    "infiniband-storage-on-compute-fabric.tree.conf": lambda: slurm.render_tree_conf(discover("infiniband", {
+        "ibnetdiscover_files": [str(STORAGE_FABRIC)], "switches": {"exclude": ["DC1-STOR-LEAF-1"]}})),
     "topograph-small-tree.tree.conf": lambda: slurm.render_tree_conf(sim("small-tree.yaml")),
     "topograph-large.tree.conf": lambda: slurm.render_tree_conf(sim("large.yaml")),
     "topograph-large-normalized.tree.conf": lambda: slurm.render_tree_conf(

@@ -50,7 +50,7 @@ def test_compact_form_round_trips_and_groups_nodes_by_hostlist():
 def test_summary_counts_placeholders_and_loose_nodes():
     summary = small().summary()
     assert summary == {"nodes": 9, "switches": 3, "domains": 2, "placeholder_domains": ["rack03"],
-                       "nodes_without_domain": 2, "nodes_without_switch": 1}
+                       "nodes_without_domain": 2, "nodes_without_switch": 1, "quarantined": 0}
 
 
 def test_cycle_is_named():

@@ -11,7 +11,8 @@ TIER = "fabric.topograph.run/tier-"
 
 
 class ListedNodes:
-    """Stands in for K8sClient.list in these parsing tests: returns the given Node dicts."""
+    """Stands in for K8sClient.list in these parsing tests: each node is (name, labels, annotations) or a
+    whole Node object (a dict, with its status)."""
 
     def __init__(self, *nodes):
         self.nodes = nodes
@@ -20,8 +21,8 @@ class ListedNodes:
     def list(self, path, label_selector=None):
         assert path == "/api/v1/nodes"
         self.selectors.append(label_selector)
-        return [{"metadata": {"name": name, "labels": labels, "annotations": annotations}}
-                for name, labels, annotations in self.nodes]
+        return [item if isinstance(item, dict) else
+                {"metadata": {"name": item[0], "labels": item[1], "annotations": item[2]}} for item in self.nodes]
 
 
 def test_dra_domains_from_the_clique_label_and_names_from_the_instance_annotation():
@@ -67,7 +68,12 @@ def test_node_labels_with_custom_keys_gaps_and_conflicts():
     topo = kubernetes_nodes.discover_node_labels(
         {"fabric_labels": ["crusoe.ai/leaf", "crusoe.ai/spine"], "accelerator_label": "crusoe.ai/nvl"}, {}, print, client)
     assert topo.nodes["n1"].switch == "l1" and topo.switches["l1"].parent == "s1" and topo.nodes["n1"].domain == "d1"
-    with pytest.raises(TopologyError, match=f"node n1: has {TIER}1 but no {TIER}0"):
+    # A gap is that node's problem: it is quarantined, the others go on.
+    gapped = kubernetes_nodes.discover_node_labels({}, {}, print, ListedNodes(
+        ("n1", {f"{TIER}1": "s"}, {}), ("n2", {f"{TIER}0": "l1"}, {})))
+    assert list(gapped.nodes) == ["n2"]
+    assert gapped.quarantined["n1"].reason == f"node n1: has {TIER}1 but no {TIER}0; tiers must start at tier 0 with no gap"
+    with pytest.raises(TopologyError, match=r"no listed node has topology labels \(1 nodes listed, 1 quarantined\)"):
         kubernetes_nodes.discover_node_labels({}, {}, print, ListedNodes(("n1", {f"{TIER}1": "s"}, {})))
     with pytest.raises(TopologyError, match="switch 'l1' has two parents"):
         kubernetes_nodes.discover_node_labels({}, {}, print, ListedNodes(

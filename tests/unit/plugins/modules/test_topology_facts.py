@@ -2,27 +2,32 @@
 
 The sysfs layout and values follow Documentation/ABI/stable/sysfs-class-infiniband (a ConnectX-7
 HCA in InfiniBand mode and a RoCE port in Ethernet mode). nvidia-smi is a script in a temporary
-directory that prints a recorded output of the fabric query on a GB200 tray (4 GPUs) and exits
-as nvidia-smi does; the module runs it as it runs the real one.
+directory that prints a recorded output of the fabric query (and of ``nvidia-smi -q``) on a GB200
+tray (4 GPUs) and exits as nvidia-smi does; the module runs it as it runs the real one.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts, _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeUnhealthy
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_nvidia_smi_domains
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import topology_facts
 
-from ...conftest_paths import FIXTURES
+from ...conftest_paths import FIXTURES, REPO
 from .module_runner import run_module
 
+NVIDIA_SMI = REPO / "tests" / "fixtures" / "nvidia-smi"
 UUID = "6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34"
-GB200_TRAY = f"{UUID}, 32766\n" * 4  # recorded: one row per GPU, as --format=csv,noheader prints them
+# recorded: one row per GPU, as --format=csv,noheader prints them
+GB200_TRAY = (NVIDIA_SMI / "fabric-completed.csv").read_text()
+HEALTHY = (NVIDIA_SMI / "fabric-healthy.q.txt").read_text()
 # nvidia-smi on a node with the driver but no GPU: "No devices were found", exit code 6.
 NO_DEVICES = ("No devices were found\n", 6)
 
@@ -60,13 +65,18 @@ def sysfs(tmp_path):
     return root
 
 
-def fake_nvidia_smi(tmp_path, output, rc=0):
+def fake_nvidia_smi(tmp_path, output, rc=0, full=HEALTHY, full_rc=0):
+    """nvidia-smi answering the fabric query with ``output`` and ``-q`` with ``full``; any other
+    arguments exit 2, as nvidia-smi does for a query it does not know."""
     script = tmp_path / "bin" / "nvidia-smi"
     script.parent.mkdir(exist_ok=True)
-    recorded = tmp_path / "recorded.txt"
-    recorded.write_bytes(output) if isinstance(output, bytes) else recorded.write_text(output)
-    script.write_text(f"#!/bin/sh\n[ \"$1\" = --query-gpu=fabric.clusterUuid,fabric.cliqueId ] || exit 2\n"
-                      f"cat '{tmp_path / 'recorded.txt'}'\nexit {rc}\n")
+    for name, text in (("recorded.txt", output), ("full.txt", full)):
+        path = tmp_path / name
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    script.write_text(f"#!/bin/sh\n"
+                      f"if [ \"$1 $2\" = '--query-gpu={','.join(_nvidia_smi.FIELDS)} --format=csv,noheader' ]; then\n"
+                      f"  cat '{tmp_path / 'recorded.txt'}'; exit {rc}\nfi\n"
+                      f"[ \"$*\" = -q ] || exit 2\ncat '{tmp_path / 'full.txt'}'\nexit {full_rc}\n")
     script.chmod(0o755)
     return str(script)
 
@@ -107,12 +117,14 @@ def test_the_module_gathers_hcas_clique_and_hostname(run, sysfs, tmp_path):
     node = result["ansible_facts"]["topology_node"]
     assert node["hostname"] == os.uname().nodename
     assert len(node["infiniband"]) == 3
-    assert node["nvlink"] == {"cluster_uuid": UUID, "clique_id": "32766", "domain": f"{UUID}.32766", "gpus": 4}
+    assert node["nvlink"] == {"cluster_uuid": UUID, "clique_id": "32766", "domain": f"{UUID}.32766", "gpus": 4,
+                              "state": "Completed", "status": "Success", "health_checked": True}
 
 
 @pytest.mark.parametrize("output, rc", [NO_DEVICES, (f"{UUID}, N/A\n" * 8, 0),
-                                        ("00000000-0000-0000-0000-000000000000, 0\n", 0), ("", 0)],
-                         ids=["no-gpu", "not-in-a-fabric", "not-registered", "empty"])
+                                        ("00000000-0000-0000-0000-000000000000, 0\n", 0), ("", 0),
+                                        ((NVIDIA_SMI / "fabric-not-supported.csv").read_text(), 0)],
+                         ids=["no-gpu", "not-in-a-fabric", "not-registered", "empty", "not-supported"])
 def test_nodes_without_ib_or_nvlink_get_empty_facts_not_errors(run, tmp_path, output, rc):
     result = run({"sysfs_root": str(tmp_path / "no-sys"), "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc)})
     assert not result["failed"] and result["warnings"] == []
@@ -166,6 +178,67 @@ def test_a_hung_or_flooding_nvidia_smi_is_bounded(run, tmp_path, script, timeout
     assert result["ansible_facts"]["topology_node"]["nvlink"] == {}
 
 
+@pytest.mark.parametrize("name, warning", [
+    ("fabric-in-progress.csv", "row 1: fabric.state is 'In Progress', not 'Completed'"),
+    ("fabric-not-started.csv", "row 1: fabric.state is 'Not Started', not 'Completed'"),
+    ("fabric-failure.csv", "row 1: fabric.status is 'Unknown Error', not 'Success'"),
+    ("fabric-mixed.csv", "row 3: fabric.state is 'In Progress', not 'Completed'"),
+], ids=["in-progress", "not-started", "failure-status", "mixed-rows"])
+def test_an_unfinished_or_failed_registration_is_unhealthy_facts_and_a_warning(run, tmp_path, name, warning):
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, (NVIDIA_SMI / name).read_text())})
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    message = f"nvidia-smi output of {os.uname().nodename}, {warning}"
+    assert not result["failed"] and nvlink == {"gpus": 4, "unhealthy": nvlink["unhealthy"]}
+    assert nvlink["unhealthy"].startswith(message) and result["warnings"] == [nvlink["unhealthy"]]
+    # The controller quarantines the node with that reason.
+    topology = Topology()
+    apply_nvidia_smi_domains(topology, {"gpu1": result["ansible_facts"]["topology_node"]})
+    record = topology.quarantined["gpu1"]
+    assert record.unhealthy and re.match("accelerator.nvidia_smi.gpu1: the gathered facts of gpu1 report an "
+                                         "unhealthy NVLink fabric: .*" + warning.replace("(", r"\("), record.reason)
+
+
+def test_a_degraded_fabric_in_the_full_query_is_unhealthy(run, tmp_path):
+    degraded = (NVIDIA_SMI / "fabric-degraded-bandwidth.q.txt").read_text()
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY, full=degraded)})
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert nvlink == {"gpus": 4, "unhealthy": f"nvidia-smi output of {os.uname().nodename}, line 35: Fabric Health "
+                                              "Bandwidth is 'Degraded', not 'Full'; the GPU's NVLink fabric is degraded"}
+    assert result["warnings"] == [nvlink["unhealthy"]]
+    topology = Topology()
+    apply_nvidia_smi_domains(topology, {"gpu1": nvlink})
+    assert topology.quarantined["gpu1"].unhealthy and "Bandwidth is 'Degraded'" in topology.quarantined["gpu1"].reason
+
+
+def test_without_fabric_health_only_the_fabric_query_runs(run, tmp_path):
+    script = fake_nvidia_smi(tmp_path, GB200_TRAY, full=b"\xff", full_rc=9)  # -q would warn
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": script, "fabric_health": False})
+    assert result["warnings"] == []
+    assert result["ansible_facts"]["topology_node"]["nvlink"] == {
+        "cluster_uuid": UUID, "clique_id": "32766", "domain": f"{UUID}.32766", "gpus": 4,
+        "state": "Completed", "status": "Success"}
+
+
+@pytest.mark.parametrize("full, full_rc, warning", [
+    ("", 9, "the NVLink fabric health was not checked: nvidia-smi failed (rc=9)"),
+    (b"GPU 1\n    Fabric\n        State : \xff\n", 0, "the NVLink fabric health was not checked: nvidia-smi output of"),
+    ("no fabric section\n", 0, "the NVLink fabric health was not checked: nvidia-smi output of"),
+], ids=["failing", "not-utf8", "no-section"])
+def test_a_full_query_that_cannot_be_read_keeps_the_clique_and_says_so(run, tmp_path, full, full_rc, warning):
+    script = fake_nvidia_smi(tmp_path, GB200_TRAY, full=full, full_rc=full_rc)
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": script})
+    assert not result["failed"] and len(result["warnings"]) == 1 and warning in result["warnings"][0]
+    assert result["ansible_facts"]["topology_node"]["nvlink"]["domain"] == f"{UUID}.32766"
+    assert "health_checked" not in result["ansible_facts"]["topology_node"]["nvlink"]
+
+
+def test_a_full_query_in_another_domain_gives_no_clique(run, tmp_path):
+    other = HEALTHY.replace("32766", "4026")
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY, full=other)})
+    assert result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    assert f"nvidia-smi -q reports the NVLink domain {UUID}.4026, the fabric query {UUID}.32766" in result["warnings"][0]
+
+
 # -- the providers take the facts ----------------------------------------------------------
 
 IB = (FIXTURES / "ibnetdiscover-example.out").read_text()
@@ -200,8 +273,9 @@ def test_nvidia_smi_source_takes_gathered_facts_and_names_a_node_without_a_cliqu
     topology.add_node("gpu1")
     apply_nvidia_smi_domains(topology, {"gpu1": node, "gpu2": node["nvlink"]})
     assert topology.nodes["gpu1"].domain == topology.nodes["gpu2"].domain == f"{UUID}.32766"
-    with pytest.raises(TopologyError, match="accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no NVLink clique"):
-        apply_nvidia_smi_domains(Topology(), {"gpu3": {"hostname": "gpu3", "nvlink": {}}})
+    apply_nvidia_smi_domains(topology, {"gpu3": {"hostname": "gpu3", "nvlink": {}}})
+    assert topology.quarantined["gpu3"].reason.startswith(
+        "accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no NVLink clique")
 
 
 def test_annotations_for_kubernetes_from_facts():
