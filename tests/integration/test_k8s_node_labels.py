@@ -175,7 +175,7 @@ def test_a_quarantined_node_loses_its_labels_a_mass_quarantine_writes_nothing_an
 
     def with_unhealthy(nodes, **extra):
         params = dict(gb200(prefix), accelerator={"source": "nvidia_smi",
-                                                   "nvidia_smi": {node: "N/A, N/A\n" for node in nodes}})
+                                                  "nvidia_smi": {node: "N/A, N/A\n" for node in nodes}})
         return labels_args(k8s, test_id, params, **extra)
 
     one = run_module(k8s_node_labels, with_unhealthy(names[:1]), monkeypatch)

@@ -116,7 +116,8 @@ def test_switch_names_come_from_the_description_when_there_is_one():
 
 
 def test_unknown_params_and_missing_input_are_errors():
-    with pytest.raises(TopologyError, match="provider infiniband: params has unknown keys: ibnetdiscovr; known: accelerator, discovery_timeout, hcas, ibnetdiscover"):
+    with pytest.raises(TopologyError, match="provider infiniband: params has unknown keys: ibnetdiscovr; known: "
+                                            "accelerator, discovery_timeout, hcas, ibnetdiscover"):
         run({"ibnetdiscovr": {}})
     with pytest.raises(TopologyError, match="needs params.ibnetdiscover"):
         run({})

@@ -105,7 +105,8 @@ def test_inventory_declares_racks_in_order_with_placeholders():
     ({"hosts": {"n1": {"rack": "x"}}}, "params.hosts.n1 has unknown keys: rack; known: domain, sub_domain, switch"),
     ({"switches": {"a": 1}}, "params.switches.a must be a parent id"),
     ({"nodes": [{"nodes": "n1", "switch": "ghost"}]}, "node 'n1' refers to unknown switch 'ghost'"),
-    ({"domain": []}, "provider inventory: params has unknown keys: domain; known: accelerator, discovery_timeout, domains, hosts, invalid_nodes, nodes, switches"),
+    ({"domain": []}, "provider inventory: params has unknown keys: domain; known: accelerator, discovery_timeout, "
+                     "domains, hosts, invalid_nodes, nodes, switches"),
     ({"domains": [{"name": "r1"}]}, "the topology is empty"),
 ])
 def test_inventory_errors_name_the_field(params, message):

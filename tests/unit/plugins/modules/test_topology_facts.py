@@ -14,7 +14,6 @@ import re
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeUnhealthy
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_nvidia_smi_domains
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
