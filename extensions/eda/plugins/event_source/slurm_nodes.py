@@ -90,12 +90,12 @@ async def poll(args, stats=None):
         return out, too_much
 
     try:
-        (out, too_much), (err, _more) = await asyncio.wait_for(asyncio.gather(
+        (out, too_much), (err, _more) = await _eda.wait_within(asyncio.gather(
             read_stdout(), _read_at_most(process.stderr, MAX_STDERR)), args["command_timeout"])
         if too_much:
             raise _eda.RemoteAPIError(f"{SOURCE}: {shown} printed more than {args['max_output']} bytes; "
                                       "not read further (raise max_output)")
-        await asyncio.wait_for(process.wait(), args["command_timeout"])
+        await _eda.wait_within(process.wait(), args["command_timeout"])
     except asyncio.TimeoutError:
         raise _eda.RemoteAPIError(f"{SOURCE}: {shown} did not finish in {args['command_timeout']:g} s") from None
     finally:
@@ -104,7 +104,7 @@ async def poll(args, stats=None):
         # Read both pipes to their end: asyncio closes the process's transport only then (an
         # unread pipe would stay open until garbage collection).
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.gather(_discard(process.stdout), _discard(process.stderr),
+            await _eda.wait_within(asyncio.gather(_discard(process.stdout), _discard(process.stderr),
                                                   process.wait()), args["command_timeout"])
     if process.returncode != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
