@@ -126,14 +126,18 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.display import Display
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _providers
-from ansible_collections.aifactory.topology.plugins.module_utils._common import load_model_file
+from ansible_collections.aifactory.topology.plugins.module_utils import _arguments, _providers
+from ansible_collections.aifactory.topology.plugins.module_utils._common import PROVIDER_ARG_SPEC, load_model_file
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import (
     GROUP_CLASH, layout, skip_message)
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 display = Display()
+# The modules' provider option, checked by the same validator; a name outside the registry is left to
+# _providers.discover, whose message lists the providers.
+PROVIDER_OPTIONS = {key: {name: value for name, value in option.items() if name != "choices"}
+                    for key, option in PROVIDER_ARG_SPEC["provider"]["options"].items()}
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -171,12 +175,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if model_path is not None:
             model_path = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(model_path))
             return load_model_file(model_path)
-        if not isinstance(provider, dict) or not provider.get("name"):
-            raise TopologyError("provider.name is required")
-        unknown = set(provider) - {"name", "params", "creds"}
-        if unknown:
-            raise TopologyError(f"provider has unknown keys: {', '.join(sorted(map(str, unknown)))}")
-        return _providers.discover(provider["name"], provider.get("params") or {}, provider.get("creds") or {},
+        provider = _arguments.validate(provider, PROVIDER_OPTIONS, "provider", none_is_unset=True)
+        return _providers.discover(provider["name"], provider["params"], provider["creds"],
                                    warn=display.warning)
 
     def _populate(self, groups, path):

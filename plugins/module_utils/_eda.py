@@ -2,16 +2,20 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared code of the collection's Event-Driven Ansible sources (extensions/eda/plugins/event_source).
 
-* ``SourceArgs``: checks a source's arguments once, at start: an unknown option, a wrong type or a
-  bad value is an error that names the option, never a silent idle loop.
+* ``source_args``: checks a source's arguments once, at start, against an Ansible argument spec
+  with the collection's one validator (``_arguments.validate``, as providers and the inventory
+  plugin): an unknown option, a wrong type or a bad value is an error that names the option,
+  never a silent idle loop.
 * ``Debouncer``: the one trailing debounce every source uses. Changes arrive with ``add()``; one
   event leaves ``delay`` seconds after the last change of a burst, or ``max_wait`` seconds after its
   first change when the burst never pauses. The event carries what changed (bounded).
 * ``BadMessage`` and ``SourceStats``: one message a source cannot use (a garbage line, an object
   without a name) is counted, logged clipped and skipped; the source goes on. The counts are in a
   summary log line every ``stats_interval`` seconds and when the source ends.
-* ``import_collection_path``: the sources run from ansible-rulebook (``runpy.run_path``), where
-  ``ansible_collections`` may not be importable yet.
+* Not here, because it must run before this module can be imported: the sources run from
+  ansible-rulebook (``runpy.run_path``), where ``ansible_collections`` may not be importable yet, so
+  each source starts with the same fallback that puts the directory holding ``ansible_collections``
+  on ``sys.path`` (``tests/unit/plugins/module_utils/test_eda.py`` checks that the three agree).
 
 ansible-rulebook's event filters see one event at a time and cannot hold one back, so the debounce
 is shared code here rather than a filter (docs/event-driven.md).
@@ -21,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import math
 import threading
 import time
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _arguments
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
     AifactoryTopologyError,
     RemoteAPIError,
@@ -61,75 +67,46 @@ def _undefined_variable(value):
     return None
 
 
-class SourceArgs:
-    """Typed access to a source's arguments; every key must be declared, every value checked."""
+def source_args(source, args, spec):
+    """A source's arguments checked against ``spec`` (an Ansible argument spec), defaults filled in.
 
-    def __init__(self, source, args, spec):
-        self.source = source
-        self.values = {}
-        args = {key: value for key, value in (args or {}).items() if key not in RULEBOOK_ARGS}
-        unknown = sorted(set(args) - set(spec))
-        if unknown:
-            raise TopologyError(f"{source}: unknown option(s) {', '.join(map(repr, unknown))}; "
-                                f"known: {', '.join(sorted(spec))}")
-        for name, (kind, default) in spec.items():
-            value = args.get(name)
-            missing = _undefined_variable(value)
-            if missing:
-                raise TopologyError(f"{source}: option {name!r}: the rulebook variable {missing!r} is undefined "
-                                    "(give it with --vars or --env-vars)")
-            self.values[name] = default if value is None else self._convert(name, kind, value)
-
-    def _convert(self, name, kind, value):
-        where = f"{self.source}: option {name!r}"
-        if kind == "float":
-            if isinstance(value, bool):
-                raise TopologyError(f"{where} must be a number, not {value!r}")
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise TopologyError(f"{where} must be a number, not {value!r}") from None
-            if number < 0 or not math.isfinite(number):
-                raise TopologyError(f"{where} must be >= 0, not {value!r}")
-            return number
-        if kind == "int":
-            if isinstance(value, bool) or not str(value).strip().isdigit():
-                raise TopologyError(f"{where} must be a whole number >= 0, not {value!r}")
-            return int(value)
-        if kind == "bool":
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in ("1", "true", "yes", "on"):
-                return True
-            if text in ("0", "false", "no", "off"):
-                return False
-            raise TopologyError(f"{where} must be true or false, not {value!r}")
-        if kind == "str":
-            if not isinstance(value, (str, int)) or isinstance(value, bool):
-                raise TopologyError(f"{where} must be a string")
-            return str(value)
-        if kind == "list":
-            if isinstance(value, str):
-                value = [value]
-            if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-                raise TopologyError(f"{where} must be a list of non-empty strings")
-            return list(value)
-        if kind == "dict":
-            if not isinstance(value, dict):
-                raise TopologyError(f"{where} must be a mapping")
-            return dict(value)
-        raise AssertionError(kind)
-
-    def __getitem__(self, name):
-        return self.values[name]
+    Ansible's validator (``_arguments.validate``: the collection's one check and one message
+    format) converts and checks types; what it would let through is refused here too, so a source
+    never starts on a value it cannot use: a boolean or a negative or infinite number for a number,
+    an empty string in a list, a mapping or a list for a string. The argument that ansible-rulebook
+    adds itself (``eda_feedback_queue``) is dropped; an undefined rulebook variable is named; a
+    known option given as None (a rulebook's ``default(None)``) takes its default.
+    """
+    args = {key: value for key, value in (args or {}).items() if key not in RULEBOOK_ARGS}
+    for name, value in args.items():
+        missing = _undefined_variable(value)
+        if missing and name in spec:
+            raise TopologyError(f"{source}: option {name!r}: the rulebook variable {missing!r} is undefined "
+                                "(give it with --vars or --env-vars)")
+    values = _arguments.validate(args, spec, source, none_is_unset=True)
+    for name, option in spec.items():
+        given, value = args.get(name), values[name]
+        if given is None:
+            continue
+        where = f"{source}: option {name!r}"
+        kind = option.get("type")
+        if kind in ("int", "float"):
+            if isinstance(given, bool):
+                raise TopologyError(f"{where} must be a number, not {given!r}")
+            if value < 0 or not math.isfinite(value):
+                raise TopologyError(f"{where} must be >= 0, not {clip(given)}")
+        elif kind == "list" and not all(isinstance(item, str) and item for item in value):
+            raise TopologyError(f"{where} must be a list of non-empty strings")
+        elif kind == "str" and isinstance(given, (bool, dict, list)):
+            raise TopologyError(f"{where} must be a string")
+    return values
 
 
 DEBOUNCE_SPEC = {
-    "delay": ("float", DEFAULT_DELAY),
-    "max_wait": ("float", DEFAULT_MAX_WAIT),
+    "delay": {"type": "float", "default": DEFAULT_DELAY},
+    "max_wait": {"type": "float", "default": DEFAULT_MAX_WAIT},
 }
-STATS_SPEC = {"stats_interval": ("float", STATS_INTERVAL)}
+STATS_SPEC = {"stats_interval": {"type": "float", "default": STATS_INTERVAL}}
 
 
 # -- bad messages and the counts that make them visible ------------------------------------------
@@ -328,6 +305,27 @@ class Debouncer:
         }}
         self._changes, self._count, self._first, self._first_wall, self._last = [], 0, None, None, None
         return event
+
+
+async def wait_within(awaitable, timeout):
+    """``await asyncio.wait_for(awaitable, timeout)`` that never swallows a cancellation.
+
+    Python 3.11's wait_for returns the result when the awaitable finishes just as the task is
+    cancelled, and the cancelled source goes on (ansible-rulebook then waits for it forever).
+    asyncio.TimeoutError after ``timeout`` seconds, the awaitable cancelled.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _pending = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        raise asyncio.TimeoutError
+    return task.result()
 
 
 def debouncer_from(args, put, source):

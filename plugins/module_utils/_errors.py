@@ -2,11 +2,38 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The collection's exceptions: one base, four kinds a caller can tell apart (and two of one node).
 
-Modules catch ``AifactoryTopologyError`` and fail with its message; code that must react to one
-kind (a remote failure that only warns, say) catches that kind alone.
+Which kind to raise, by whose fault it is and who can fix it:
+
+* ``RemoteAPIError`` (``HttpError``, ``K8sError``): a server (HTTP, Kubernetes, gRPC, the EC2 or
+  GCE metadata API) refused the request (HTTP 4xx, AWS ``AccessDenied``, gRPC ``PERMISSION_DENIED``,
+  an expired token), failed (5xx, a timeout, retries used up), or answered with something that is
+  not the documented response (not JSON or XML, a missing field, a field of the wrong type, an
+  instance reported twice differently, a page repeated). ``status`` is the HTTP status, or the gRPC
+  status code name, where one is known.
+* ``TopologyError``: invalid operator input: options, params and creds (a missing or malformed
+  credential included: there is nothing to send), model and inventory contents, command output the
+  operator hands in (``ibnetdiscover``), a file a provider's params or creds name that cannot be
+  read (the provider turns ``InputFileError`` into this kind), a missing Python library on the
+  host, and what a well-formed answer lacks for the request the operator made (no node carries the
+  label asked for, no NetQ premises is viewed).
+* ``NodeDataError`` (a ``TopologyError``; ``NodeUnhealthy``): data about one node, quarantined.
+* ``LocalFileError`` (``InputFileError``, ``FileWriteError``): a local file that could not be
+  written, or read outside a provider (the inventory plugin's ``model_path``).
+* ``CommandError``: a local command (``scontrol``, ``nvidia-smi``).
+
+Modules run their work in ``failing_cleanly`` (below): an ``AifactoryTopologyError`` fails the task
+with its message alone (the message is the whole story); anything else is a bug, and the task
+fails with its traceback in ``exception`` (shown with ``-vvv``). Code that must react to one kind
+(a remote failure that only warns, say: the Slurm event source's failed polls) catches that kind
+alone.
+``tests/integration/test_provider_errors.py`` holds every provider's known remote error paths to
+``RemoteAPIError``.
 """
 
 from __future__ import annotations
+
+import contextlib
+import traceback
 
 
 class AifactoryTopologyError(Exception):
@@ -28,7 +55,8 @@ class NodeUnhealthy(NodeDataError):
 
 
 class RemoteAPIError(AifactoryTopologyError):
-    """An API (HTTP, Kubernetes, gRPC) that could not be used; the message names the request."""
+    """An API (HTTP, Kubernetes, gRPC) that refused, failed or answered malformed; the message names the
+    request, ``status`` is the HTTP status or gRPC code name where known."""
 
     def __init__(self, message, status=None):
         super().__init__(message)
@@ -78,3 +106,21 @@ def check_known_keys(mapping, known, where):
     unknown = [key for key in mapping if key not in known]
     if unknown:
         raise TopologyError(unknown_keys_message(where, unknown, known))
+
+
+@contextlib.contextmanager
+def failing_cleanly(module):
+    """Fail the module on an error raised in the block, as community.docker and kubernetes.core do.
+
+    An error of the collection (``AifactoryTopologyError``) says what to fix: its message alone.
+    Anything else is a bug: its type and message, and the traceback in ``exception``, which
+    ansible-playbook shows with ``-vvv``. ``exit_json`` and ``fail_json`` end the module with
+    SystemExit, which passes through.
+    """
+    try:
+        yield
+    except AifactoryTopologyError as exc:
+        module.fail_json(msg=str(exc))
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # reported, with its traceback
+        module.fail_json(msg=f"unexpected error in aifactory.topology ({type(exc).__name__}): {exc}; "
+                             "the traceback is shown with -vvv", exception=traceback.format_exc())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._common import provider_arg_spec
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
 
 
@@ -33,14 +33,13 @@ def run(module, job, warnings=None):
 
     ``warnings`` (from ``_common.warning_collector``) go into the result's ``summary`` either way.
     """
-    try:
-        result = job()
-    except PartialWrite as exc:
-        if warnings is not None:
-            exc.result.setdefault("summary", {})["warnings"] = warnings
-        module.fail_json(msg=str(exc), **exc.result)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
+    with failing_cleanly(module):
+        try:
+            result = job()
+        except PartialWrite as exc:
+            if warnings is not None:
+                exc.result.setdefault("summary", {})["warnings"] = warnings
+            module.fail_json(msg=str(exc), **exc.result)
     if warnings is not None:
         result["summary"]["warnings"] = warnings
     module.exit_json(**result)

@@ -269,7 +269,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
 
 
 def main():
@@ -286,12 +286,11 @@ def main():
     # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
     gc.disable()
     try:
-        topology = load_topology(module, warn)
-        result = job.analyse(topology, params, read_scontrol_json, warn)
-        result["quarantined"] = topology.quarantine_report()
-        result["summary"]["quarantined"] = len(topology.quarantined)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
+        with failing_cleanly(module):
+            topology = load_topology(module, warn)
+            result = job.analyse(topology, params, read_scontrol_json, warn)
+            result["quarantined"] = topology.quarantine_report()
+            result["summary"]["quarantined"] = len(topology.quarantined)
     finally:
         gc.enable()
     result["summary"]["warnings"] = warnings

@@ -98,7 +98,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_conf
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, failing_cleanly
 
 
 def main():
@@ -114,7 +114,7 @@ def main():
         supports_check_mode=True,
     )
     path = module.params["path"]
-    try:
+    with failing_cleanly(module):
         current = read_text(path)
         if current is None:
             raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
@@ -122,8 +122,6 @@ def main():
                                                           module.params["partitions"], path=path)
         result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
                              current=current)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
     restart = _slurm_conf.restart_settings(settings)
     result.update(changed_settings=settings, changed_partitions=partitions, restart_settings=restart,
                   restart_required=bool(restart))

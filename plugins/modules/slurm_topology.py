@@ -176,7 +176,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
     read_text,
     resolve_dest,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, CommandError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
 
 
 def main():
@@ -208,7 +208,7 @@ def main():
 
     warn, warnings = warning_collector(module)
 
-    try:
+    with failing_cleanly(module):
         topology = load_topology(module, warn)
         body, summary = job.render(topology, params, resolve_partition, warn)
         summary["warnings"] = warnings
@@ -232,8 +232,6 @@ def main():
                                                             timeout=params["scontrol_timeout"]),
                 module.check_mode, shrink_guard.check_max_node_loss(params["max_node_loss"]), params["force"], warn)
             result.update(drains, changed=result["changed"] or bool(drains["drained"] or drains["resumed"]))
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -148,7 +148,7 @@ import shlex
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _command, _node_facts, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
 
 # A node's nvidia-smi answer is one CSV row per GPU (a few KB); more is not an answer.
 MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024
@@ -166,25 +166,26 @@ def main():
         },
         supports_check_mode=True,
     )
-    gather = set(module.params["gather"])
-    hostname = os.uname().nodename
-    facts = {}
-    if "hostname" in gather:
-        facts["hostname"] = hostname
-    if "infiniband" in gather:
-        facts["infiniband"] = _node_facts.infiniband_hcas(module.params["sysfs_root"])
-    if "nvlink" in gather:
-        facts["nvlink"] = {}
-        executable = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
-        if executable:
-            rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.QUERY)[1:], module.params["timeout"])
-            facts["nvlink"], problem = _node_facts.nvlink_clique(hostname, rc, stdout, stderr)
-            if module.params["fabric_health"] and facts["nvlink"].get("domain"):
-                rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.HEALTH_QUERY)[1:],
-                                          module.params["timeout"])
-                facts["nvlink"], problem = _node_facts.nvlink_health(hostname, facts["nvlink"], rc, stdout, stderr)
-            if problem:
-                module.warn(problem)
+    with failing_cleanly(module):
+        gather = set(module.params["gather"])
+        hostname = os.uname().nodename
+        facts = {}
+        if "hostname" in gather:
+            facts["hostname"] = hostname
+        if "infiniband" in gather:
+            facts["infiniband"] = _node_facts.infiniband_hcas(module.params["sysfs_root"])
+        if "nvlink" in gather:
+            facts["nvlink"] = {}
+            executable = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
+            if executable:
+                rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.QUERY)[1:], module.params["timeout"])
+                facts["nvlink"], problem = _node_facts.nvlink_clique(hostname, rc, stdout, stderr)
+                if module.params["fabric_health"] and facts["nvlink"].get("domain"):
+                    rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.HEALTH_QUERY)[1:],
+                                              module.params["timeout"])
+                    facts["nvlink"], problem = _node_facts.nvlink_health(hostname, facts["nvlink"], rc, stdout, stderr)
+                if problem:
+                    module.warn(problem)
     module.exit_json(changed=False, ansible_facts={"topology_node": facts})
 
 

@@ -54,9 +54,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     load_topology,
     provider_arg_spec,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
 
 
 def main():
@@ -66,13 +66,11 @@ def main():
         supports_check_mode=True,
         **INPUT_CONSTRAINTS,
     )
-    try:
+    with failing_cleanly(module):
         content = render_graph_json(load_topology(module))
         result = {"changed": False, "content": content}
         if module.params["dest"]:
             result.update(ensure_file(module, module.params["dest"], content, module.params["backup"]))
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -108,17 +108,15 @@ from ansible_collections.aifactory.topology.plugins.module_utils._common import 
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
 
 
 def main():
     module = AnsibleModule(argument_spec=provider_arg_spec(model=True), supports_check_mode=True,
                            **INPUT_CONSTRAINTS)
     warn, warnings = warning_collector(module)
-    try:
+    with failing_cleanly(module):
         topology = load_topology(module, warn)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
     module.exit_json(changed=False, topology=topology.to_compact(), summary=dict(topology.summary(), warnings=warnings),
                      quarantined=topology.quarantine_report())
 

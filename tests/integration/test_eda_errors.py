@@ -47,7 +47,7 @@ def test_unknown_source_option(tmp_path):
     rulebook = Rulebook("custom", inventory(tmp_path), {}, tmp_path)
     rulebook.argv[2] = str(rulebook_file)
     log = failed_start(rulebook)
-    assert "aifactory.topology.slurm_nodes: unknown option(s) 'intervall'; known:" in log, log[-3000:]
+    assert "aifactory.topology.slurm_nodes has unknown keys: intervall; known:" in log, log[-3000:]
 
 
 def test_missing_rulebook_variable(tmp_path):

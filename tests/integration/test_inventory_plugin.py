@@ -231,3 +231,19 @@ def test_awx_scm_inventory_source_from_the_project(tmp_path):
     broken = subprocess.run([tool("ansible-inventory"), "-i", source, "--list", "--export"], cwd=project,
                             capture_output=True, text=True, env=env, check=False)
     assert broken.returncode != 0 and "model.nodes must be a list of node groups" in broken.stderr
+
+
+def test_provider_option_is_checked_as_the_modules_check_it(tmp_path):
+    # The validator of the modules and providers, with the one unknown-key wording.
+    unknown = write_source(tmp_path / "unknown.topology.yml", provider={"name": "simulation", "parms": {}})
+    result = inventory(unknown, "--list", env=FATAL)
+    assert result.returncode != 0
+    assert "provider has unknown keys: parms; known: creds, name, params" in " ".join(result.stderr.split())
+    nameless = write_source(tmp_path / "nameless.topology.yml", provider={"params": {}})
+    result = inventory(nameless, "--list", env=FATAL)
+    assert result.returncode != 0 and "provider: missing required arguments: name" in result.stderr
+    # creds given as null (YAML's ~) is not given: its default, as before.
+    nulls = write_source(tmp_path / "nulls.topology.yml",
+                         provider={"name": "inventory", "params": {"domains": [{"name": "r1", "nodes": "gpu[01-02]"}]},
+                                   "creds": None})
+    assert sorted(listing(nulls, env=FATAL)["_meta"]["hostvars"]) == ["gpu01", "gpu02"]

@@ -4,75 +4,24 @@
 
 A provider is a function ``discover(params, creds, warn) -> Topology`` in a module of this
 package; ``_specs.PROVIDERS`` names it and holds the argument specs of its params and creds.
-``discover`` validates both against those specs (Ansible's ``ArgumentSpecValidator``: types,
-choices, required, defaults, unknown keys), then imports only the provider it runs.
+``discover`` validates both against those specs (``_arguments.validate``: Ansible's
+``ArgumentSpecValidator`` for types, choices, required and defaults, unknown keys at every level,
+creds values masked), then imports only the provider it runs.
 """
 
 from __future__ import annotations
 
 import math
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.errors import UnsupportedError
-
-from ansible_collections.aifactory.topology.plugins.module_utils import _deadline
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip, unknown_keys_message
+from ansible_collections.aifactory.topology.plugins.module_utils import _arguments, _deadline
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
-REDACTED = "********"
-
-
-def _unknown_keys(value, spec, where, found):
-    """(where, unknown keys, known keys) for every level of ``value`` that ``spec`` describes."""
-    if not isinstance(value, dict):
-        return found
-    known = set(spec)
-    for option in spec.values():
-        known.update(option.get("aliases") or ())
-    unknown = [key for key in value if key not in known]
-    if unknown:
-        found.append((where, unknown, spec))
-    for key, option in spec.items():
-        options, item = option.get("options"), value.get(key)
-        if not options or item is None:
-            continue
-        if option.get("type") == "list" and isinstance(item, list):
-            for index, element in enumerate(item):
-                _unknown_keys(element, options, f"{where}.{key}[{index}]", found)
-        else:
-            _unknown_keys(item, options, f"{where}.{key}", found)
-    return found
-
-
-def _secrets(value):
-    """Every string inside ``value``: creds values never reach a message."""
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _secrets(item)]
-    if isinstance(value, (list, tuple)):
-        return [text for item in value for text in _secrets(item)]
-    return [str(value)] if value not in (None, "") and not isinstance(value, bool) else []
-
 
 def _validated(name, section, value, spec):
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        raise TopologyError(f"provider {name}: {section} must be a mapping, got {type(value).__name__}")
-    messages = [unknown_keys_message(where, unknown, known) for where, unknown, known in _unknown_keys(value, spec, section, [])]
-    result = ArgumentSpecValidator(spec).validate(value)
-    # Unknown keys are reported above, per level, with the keys known there. The validator's own
-    # messages may quote a value: in creds every value given is masked.
-    secrets = sorted(set(_secrets(value)), key=len, reverse=True) if section == "creds" else []
-    for error in result.errors:
-        if not isinstance(error, UnsupportedError):
-            message = str(error)
-            for secret in secrets:
-                message = message.replace(secret, REDACTED)
-            messages.append(f"{section}: {message}")
-    if messages:
-        raise TopologyError(f"provider {name}: " + "; ".join(messages))
-    return result.validated_parameters
+    # Every value of creds is masked in the validator's messages.
+    return _arguments.validate(value, spec, section, prefix=f"provider {name}: ", secret=section == "creds")
 
 
 def validate(name, params=None, creds=None):

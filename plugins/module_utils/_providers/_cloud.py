@@ -22,7 +22,7 @@ import time
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, credential_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, credential_problem
 
 
 def requested_instances(params, provider, require_region=True):
@@ -179,8 +179,8 @@ class Placements:
         record = (tiers, domain or None, (sub_domain or None) if domain else None)
         known = self.found.get(instance_id)
         if known is not None and known != record:
-            raise TopologyError(f"the {self.provider} API returned instance {instance_id!r} twice with different "
-                                f"topology: {known[0]} and {record[0]}")
+            raise RemoteAPIError(f"the {self.provider} API returned instance {instance_id!r} twice with different "
+                                 f"topology: {known[0]} and {record[0]}")
         self.found[instance_id] = record
         return True
 

@@ -19,6 +19,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._deadline impor
     call_within,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    RemoteAPIError,
     TopologyError,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._http import (
@@ -113,12 +114,12 @@ def _page(client, params, region, request, token):
             raise TopologyError("the aws provider found no AWS credentials: set creds.access_key_id and "
                                 "creds.secret_access_key, AWS_* environment variables, a profile or an instance role") from None
         except botocore.parsers.ResponseParserError as exc:
-            raise TopologyError(f"{what}: the response is not valid EC2 XML: {str(exc)[:200]}") from None
+            raise RemoteAPIError(f"{what}: the response is not valid EC2 XML: {str(exc)[:200]}") from None
 
     response = call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
                                  max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
     if not isinstance(response, dict) or not isinstance(response.get("Instances"), list):
-        raise TopologyError(f"{what}: the response has no instanceSet (not a DescribeInstanceTopology response)")
+        raise RemoteAPIError(f"{what}: the response has no instanceSet (not a DescribeInstanceTopology response)")
     return response["Instances"], response.get("NextToken")
 
 
@@ -131,15 +132,15 @@ def _client_error(exc, what):
         return RetryableError(f"HTTP {status} {code}", retry_after_seconds(headers.get("retry-after")))
     hint = " (the caller needs the IAM permission ec2:DescribeInstanceTopology)" if code in (
         "UnauthorizedOperation", "AccessDenied", "AccessDeniedException") else ""
-    return TopologyError(f"{what}: HTTP {status} {code}: {error.get('Message', '')}{hint}")
+    return RemoteAPIError(f"{what}: HTTP {status} {code}: {error.get('Message', '')}{hint}", status)
 
 
 def _place(placed, item, region):
     if not isinstance(item, dict) or not isinstance(item.get("InstanceId"), str):
-        raise TopologyError(f"EC2 DescribeInstanceTopology in {region}: an instance without instanceId: {item!r:.200}")
+        raise RemoteAPIError(f"EC2 DescribeInstanceTopology in {region}: an instance without instanceId: {item!r:.200}")
     nodes = item.get("NetworkNodes") or []
     if not isinstance(nodes, list):
-        raise TopologyError(f"EC2 DescribeInstanceTopology in {region}: instance {item['InstanceId']!r} has "
-                            f"networkNodeSet {nodes!r:.100}, not a list")
+        raise RemoteAPIError(f"EC2 DescribeInstanceTopology in {region}: instance {item['InstanceId']!r} has "
+                             f"networkNodeSet {nodes!r:.100}, not a list")
     if nodes:  # an unsupported type or a stopped instance has no network nodes: no topology data
         placed.add(item["InstanceId"], list(reversed(nodes)), item.get("CapacityBlockId"))

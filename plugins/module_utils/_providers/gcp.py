@@ -18,7 +18,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "gcp"
@@ -51,19 +51,19 @@ def _page(client, path, size, token):
     body = client.json("GET", path, params=query)
     where = f"GET {path}"
     if not isinstance(body, dict):
-        raise TopologyError(f"{where}: expected an InstanceList object, got {str(body)[:100]}")
+        raise RemoteAPIError(f"{where}: expected an InstanceList object, got {str(body)[:100]}")
     items = body.get("items", [])  # Google omits an empty list
     if not isinstance(items, list):
-        raise TopologyError(f"{where}: items is not a list")
+        raise RemoteAPIError(f"{where}: items is not a list")
     return items, body.get("nextPageToken")
 
 
 def _place(placed, item, zone):
     if not isinstance(item, dict) or item.get("id") in (None, ""):
-        raise TopologyError(f"zone {zone}: an instance without id in the instances.list response: {str(item)[:200]}")
+        raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {str(item)[:200]}")
     topology = (item.get("resourceStatus") or {}).get("physicalHostTopology") or {}
     if not isinstance(topology, dict):
-        raise TopologyError(f"zone {zone}: instance {item['id']}: physicalHostTopology is not an object")
+        raise RemoteAPIError(f"zone {zone}: instance {item['id']}: physicalHostTopology is not an object")
     tiers = [topology.get("subblock"), topology.get("block"), topology.get("cluster")]
     if all(tiers):  # Topograph skips an instance missing any of the three
         placed.add(str(item["id"]), tiers, domain=topology["subblock"])
@@ -90,13 +90,13 @@ class _Metadata:
         try:
             token = self._get("instance/service-accounts/default/token").json()["access_token"]
         except (ValueError, KeyError, TypeError):
-            raise TopologyError("the GCE metadata server returned no access_token") from None
+            raise RemoteAPIError("the GCE metadata server returned no access_token") from None
         if not isinstance(token, str) or not token:
-            raise TopologyError("the GCE metadata server returned an empty access_token")
+            raise RemoteAPIError("the GCE metadata server returned an empty access_token")
         return token
 
     def project(self):
         project = self._get("project/project-id").text.strip()
         if not project:
-            raise TopologyError("the GCE metadata server returned an empty project id")
+            raise RemoteAPIError("the GCE metadata server returned an empty project id")
         return project

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "lambda"
@@ -51,23 +51,23 @@ def discover(params, creds, warn):
 def _page(client, query, page):
     body = client.json("GET", PATH, params=dict(query, page_token=page) if page else query)
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
-        raise TopologyError(f"GET {PATH} (region {query['region']}): expected the envelope {{data: [...], page_token}}, "
-                            f"got {str(body)[:100]}")
+        raise RemoteAPIError(f"GET {PATH} (region {query['region']}): expected the envelope {{data: [...], page_token}}, "
+                             f"got {str(body)[:100]}")
     token = body.get("page_token")
     if token is not None and not isinstance(token, str):
-        raise TopologyError(f"GET {PATH}: page_token must be a string or null, got {token!r}")
+        raise RemoteAPIError(f"GET {PATH}: page_token must be a string or null, got {token!r}")
     return body["data"], token
 
 
 def _place(placed, item, incomplete, too_long):
     if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-        raise TopologyError(f"GET {PATH}: an instance without id: {str(item)[:200]}")
+        raise RemoteAPIError(f"GET {PATH}: an instance without id: {str(item)[:200]}")
     if not placed.wants(item["id"]):
         return
     node = placed.requested[item["id"]]
     path = item.get("networkPath") or []
     if not isinstance(path, list) or not all(isinstance(hop, dict) for hop in path):
-        raise TopologyError(f"GET {PATH}: instance {item['id']!r}: networkPath must be a list of {{id}}")
+        raise RemoteAPIError(f"GET {PATH}: instance {item['id']!r}: networkPath must be a list of {{id}}")
     if len(path) > MAX_TIERS:
         too_long.append(node)
         return

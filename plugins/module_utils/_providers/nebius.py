@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries, paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:
@@ -84,14 +84,14 @@ def _page(call, params, token, project, size, page):
             hint = " (the caller needs a role that allows compute.instance.list, e.g. viewer)" if name in (
                 "UNAUTHENTICATED", "PERMISSION_DENIED") else ""
             details = exc.details() if hasattr(exc, "details") else ""
-            raise TopologyError(f"{what}: gRPC {name}: {details}{hint}") from None
+            raise RemoteAPIError(f"{what}: gRPC {name}: {details}{hint}", name) from None
 
     response = call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
                                  max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
     try:
         return _decode_list_response(response)
     except ValueError as exc:
-        raise TopologyError(f"{what}: the response is not a ListInstancesResponse: {exc}") from None
+        raise RemoteAPIError(f"{what}: the response is not a ListInstancesResponse: {exc}") from None
 
 
 def _pushback(error):

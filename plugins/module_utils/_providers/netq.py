@@ -27,7 +27,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils import _hostlis
 from ansible_collections.aifactory.topology.plugins.module_utils import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError, require_keys
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, RemoteAPIError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import http_client, secret
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
 
@@ -49,7 +49,10 @@ def discover(params, creds, warn):
         return _discover(params, username, password, warn)
     except AifactoryTopologyError as exc:
         # A server may echo the request; the password never reaches a message.
-        raise type(exc)(str(exc).replace(password, "********")) from None
+        masked = str(exc).replace(password, "********")
+        if isinstance(exc, RemoteAPIError):
+            raise type(exc)(masked, exc.status) from None
+        raise type(exc)(masked) from None
 
 
 def _url(params, key, required=False):

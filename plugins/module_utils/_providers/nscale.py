@@ -15,7 +15,7 @@ params: ``instances``, ``api_url`` (the Radar URL; required), ``organization`` (
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "nscale"
@@ -42,12 +42,12 @@ def _page(client, region, size, offset, seen):
     body = client.json("GET", PATH, params={"limit": size, "offset": offset}, headers={"X-Region": region})
     where = f"GET {PATH} (region {region}, offset {offset})"
     if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
-        raise TopologyError(f"{where}: expected a list of instance topologies, got {str(body)[:100]}")
+        raise RemoteAPIError(f"{where}: expected a list of instance topologies, got {str(body)[:100]}")
     if not body:
         return [], None
     ids = {str(item.get("instance_id")) for item in body}
     if ids <= seen:
-        raise TopologyError(f"{where}: the API returned the same instances again; stopping instead of looping")
+        raise RemoteAPIError(f"{where}: the API returned the same instances again; stopping instead of looping")
     seen |= ids
     return body, str(offset + len(body))
 
@@ -55,12 +55,12 @@ def _page(client, region, size, offset, seen):
 def _place(placed, item, region):
     instance_id = item.get("instance_id")
     if not isinstance(instance_id, str) or not instance_id:
-        raise TopologyError(f"GET {PATH} (region {region}): an instance without instance_id: {str(item)[:200]}")
+        raise RemoteAPIError(f"GET {PATH} (region {region}): an instance without instance_id: {str(item)[:200]}")
     path = item.get("network_node_path") or []
     if not isinstance(path, list) or not all(isinstance(hop, str) for hop in path):
-        raise TopologyError(f"GET {PATH}: instance {instance_id!r}: network_node_path must be a list of strings")
+        raise RemoteAPIError(f"GET {PATH}: instance {instance_id!r}: network_node_path must be a list of strings")
     domain = item.get("block_id")
     if domain is not None and not isinstance(domain, str):
-        raise TopologyError(f"GET {PATH}: instance {instance_id!r}: block_id must be a string or null")
+        raise RemoteAPIError(f"GET {PATH}: instance {instance_id!r}: block_id must be a string or null")
     if path or domain:
         placed.add(instance_id, list(reversed(path)), domain)

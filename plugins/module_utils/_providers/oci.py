@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._model import normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:
@@ -64,8 +64,8 @@ def discover(params, creds, warn):
         compute = _cloud.http_client(params, _url(params, "compute_url", DEFAULT_COMPUTE_URL, region), auth=signer)
         domains = identity.json("GET", f"{API_VERSION}/availabilityDomains", params={"compartmentId": signer.tenancy})
         if not isinstance(domains, list) or not all(isinstance(d, dict) and d.get("name") for d in domains):
-            raise TopologyError(f"OCI ListAvailabilityDomains in {region}: expected a list of {{name}}, "
-                                f"got {str(domains)[:100]}")
+            raise RemoteAPIError(f"OCI ListAvailabilityDomains in {region}: expected a list of {{name}}, "
+                                 f"got {str(domains)[:100]}")
         for domain in domains:
             hosts = [host for host in paginate(lambda page: _hosts_page(compute, compartment, domain["name"], limit, page))
                      if placed.wants(host.get("instanceId"))]
@@ -89,22 +89,22 @@ def _hosts_page(compute, compartment, availability_domain, limit, page):
     try:
         body = response.json()
     except ValueError:
-        raise TopologyError(f"OCI ListComputeHosts in {availability_domain}: the response is not JSON: "
-                            f"{response.text[:200]!r}") from None
+        raise RemoteAPIError(f"OCI ListComputeHosts in {availability_domain}: the response is not JSON: "
+                             f"{response.text[:200]!r}") from None
     items = body.get("items") if isinstance(body, dict) else None
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise TopologyError(f"OCI ListComputeHosts in {availability_domain}: expected a ComputeHostCollection "
-                            f"{{items: [...]}}, got {str(body)[:100]}")
+        raise RemoteAPIError(f"OCI ListComputeHosts in {availability_domain}: expected a ComputeHostCollection "
+                             f"{{items: [...]}}, got {str(body)[:100]}")
     return items, response.headers.get("opc-next-page")
 
 
 def _host(compute, summary):
     host_id = summary.get("id")
     if not isinstance(host_id, str) or not host_id:
-        raise TopologyError(f"OCI ListComputeHosts: a host of instance {summary.get('instanceId')!r} has no id")
+        raise RemoteAPIError(f"OCI ListComputeHosts: a host of instance {summary.get('instanceId')!r} has no id")
     host = compute.json("GET", f"{API_VERSION}/computeHosts/{host_id}")
     if not isinstance(host, dict):
-        raise TopologyError(f"OCI GetComputeHost {host_id}: expected a ComputeHost object, got {str(host)[:100]}")
+        raise RemoteAPIError(f"OCI GetComputeHost {host_id}: expected a ComputeHost object, got {str(host)[:100]}")
     return host
 
 

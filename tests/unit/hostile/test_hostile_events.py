@@ -348,7 +348,7 @@ def scontrol(tmp_path, *outputs):
 
 
 def slurm_args(command, **overrides):
-    return _eda.SourceArgs(slurm_nodes.SOURCE, dict({"scontrol": command}, **overrides), slurm_nodes.SPEC)
+    return _eda.source_args(slurm_nodes.SOURCE, dict({"scontrol": command}, **overrides), slurm_nodes.SPEC)
 
 
 def nodes_json(*records):

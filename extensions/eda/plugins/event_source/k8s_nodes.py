@@ -46,21 +46,23 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers.kube
 SOURCE = "aifactory.topology.k8s_nodes"
 LOG = logging.getLogger(SOURCE)
 SPEC = dict(
-    {name: ("bool" if spec.get("type") == "bool" else "str", None) for name, spec in _k8s.AUTH_ARG_SPEC.items()},
-    auth=("dict", {}),
-    node_selector=("dict", {}),
-    watch_labels=("list", [GPU_CLIQUE_LABEL]),
-    pod_selector=("dict", {}),
-    pod_namespace=("str", None),
-    initial_sync=("bool", True),
-    ready_timeout=("float", 60.0),
-    backoff_min=("float", _k8s_watch.BACKOFF_MIN),
-    backoff_max=("float", 30.0),
-    watch_timeout=("int", _k8s_watch.WATCH_TIMEOUT),
-    request_timeout=("float", 30.0),
-    max_line=("int", _k8s_watch.MAX_LINE),
-    max_objects=("int", _k8s_watch.MAX_OBJECTS),
-    max_pages=("int", _k8s_watch.MAX_PAGES),
+    # The modules' connection options, without their aliases (every value a string or a boolean, as given).
+    {name: {"type": "bool" if spec.get("type") == "bool" else "str", "no_log": bool(spec.get("no_log"))}
+     for name, spec in _k8s.AUTH_ARG_SPEC.items()},
+    auth={"type": "dict", "default": {}, "no_log": True},  # may hold an api_key
+    node_selector={"type": "dict", "default": {}},
+    watch_labels={"type": "list", "elements": "str", "default": [GPU_CLIQUE_LABEL]},
+    pod_selector={"type": "dict", "default": {}},
+    pod_namespace={"type": "str"},
+    initial_sync={"type": "bool", "default": True},
+    ready_timeout={"type": "float", "default": 60.0},
+    backoff_min={"type": "float", "default": _k8s_watch.BACKOFF_MIN},
+    backoff_max={"type": "float", "default": 30.0},
+    watch_timeout={"type": "int", "default": _k8s_watch.WATCH_TIMEOUT},
+    request_timeout={"type": "float", "default": 30.0},
+    max_line={"type": "int", "default": _k8s_watch.MAX_LINE},
+    max_objects={"type": "int", "default": _k8s_watch.MAX_OBJECTS},
+    max_pages={"type": "int", "default": _k8s_watch.MAX_PAGES},
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
@@ -107,7 +109,7 @@ def connect(args):
 
 
 async def main(queue, args):
-    args = _eda.SourceArgs(SOURCE, args, SPEC)
+    args = _eda.source_args(SOURCE, args, SPEC)
     client, origin = connect(args)
     node_selector = _k8s.selector_string(args["node_selector"], "node_selector")
     pod_selector = _k8s.selector_string(args["pod_selector"], "pod_selector")

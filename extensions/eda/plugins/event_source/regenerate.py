@@ -41,11 +41,11 @@ from aiohttp import web
 SOURCE = "aifactory.topology.regenerate"
 LOG = logging.getLogger(SOURCE)
 SPEC = dict(
-    token=("str", None),
-    certfile=("str", None),
-    keyfile=("str", None),
-    host=("str", "127.0.0.1"),
-    port=("int", 5443),
+    token={"type": "str", "no_log": True},
+    certfile={"type": "str"},
+    keyfile={"type": "str"},
+    host={"type": "str", "default": "127.0.0.1"},
+    port={"type": "int", "default": 5443},
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
@@ -174,7 +174,7 @@ def application(debouncer, token, stats=None):
 
 
 async def main(queue, args):
-    args = _eda.SourceArgs(SOURCE, args, SPEC)
+    args = _eda.source_args(SOURCE, args, SPEC)
     context = check(args)
     if args["stats_interval"] <= 0:
         raise _eda.TopologyError(f"{SOURCE}: option 'stats_interval' must be > 0")

@@ -35,12 +35,12 @@ except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/a
 SOURCE = "aifactory.topology.slurm_nodes"
 LOG = logging.getLogger(SOURCE)
 SPEC = dict(
-    scontrol=("list", ["scontrol"]),
-    slurm_conf=("str", None),
-    interval=("float", 10.0),
-    command_timeout=("float", 30.0),
-    max_output=("int", 256 * 1024 * 1024),  # of JSON: far above 100,000 nodes, still bounded
-    initial_sync=("bool", True),
+    scontrol={"type": "list", "elements": "str", "default": ["scontrol"]},
+    slurm_conf={"type": "str"},
+    interval={"type": "float", "default": 10.0},
+    command_timeout={"type": "float", "default": 30.0},
+    max_output={"type": "int", "default": 256 * 1024 * 1024},  # of JSON: far above 100,000 nodes, still bounded
+    initial_sync={"type": "bool", "default": True},
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
@@ -90,12 +90,12 @@ async def poll(args, stats=None):
         return out, too_much
 
     try:
-        (out, too_much), (err, _more) = await asyncio.wait_for(asyncio.gather(
+        (out, too_much), (err, _more) = await _eda.wait_within(asyncio.gather(
             read_stdout(), _read_at_most(process.stderr, MAX_STDERR)), args["command_timeout"])
         if too_much:
             raise _eda.RemoteAPIError(f"{SOURCE}: {shown} printed more than {args['max_output']} bytes; "
                                       "not read further (raise max_output)")
-        await asyncio.wait_for(process.wait(), args["command_timeout"])
+        await _eda.wait_within(process.wait(), args["command_timeout"])
     except asyncio.TimeoutError:
         raise _eda.RemoteAPIError(f"{SOURCE}: {shown} did not finish in {args['command_timeout']:g} s") from None
     finally:
@@ -104,7 +104,7 @@ async def poll(args, stats=None):
         # Read both pipes to their end: asyncio closes the process's transport only then (an
         # unread pipe would stay open until garbage collection).
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.gather(_discard(process.stdout), _discard(process.stderr),
+            await _eda.wait_within(asyncio.gather(_discard(process.stdout), _discard(process.stderr),
                                                   process.wait()), args["command_timeout"])
     if process.returncode != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
@@ -118,7 +118,7 @@ async def poll(args, stats=None):
 
 
 async def main(queue, args):
-    args = _eda.SourceArgs(SOURCE, args, SPEC)
+    args = _eda.source_args(SOURCE, args, SPEC)
     for name in ("interval", "max_output", "stats_interval"):
         if args[name] <= 0:
             raise _eda.TopologyError(f"{SOURCE}: option {name!r} must be > 0")

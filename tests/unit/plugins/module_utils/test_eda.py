@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 
 import jinja2
 import jinja2.nativetypes
@@ -10,23 +13,53 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ...conftest_paths import REPO
 
-SPEC = {"interval": ("float", 10.0), "names": ("list", ["a"]), "flag": ("bool", True), "port": ("int", 1),
-        **_eda.DEBOUNCE_SPEC}
+SPEC = {"interval": {"type": "float", "default": 10.0}, "names": {"type": "list", "elements": "str", "default": ["a"]},
+        "flag": {"type": "bool", "default": True}, "port": {"type": "int", "default": 1},
+        "token": {"type": "str", "no_log": True}, **_eda.DEBOUNCE_SPEC}
 
 
 def test_source_args_defaults_conversions_and_errors():
-    args = _eda.SourceArgs("src", {"interval": "2.5", "flag": "no", "port": "8080", "eda_feedback_queue": object()},
-                           SPEC)
+    args = _eda.source_args("src", {"interval": "2.5", "flag": "no", "port": "8080", "eda_feedback_queue": object()},
+                            SPEC)
     assert (args["interval"], args["names"], args["flag"], args["port"], args["delay"], args["max_wait"]) == \
         (2.5, ["a"], False, 8080, 15.0, 120.0)
-    with pytest.raises(TopologyError, match=r"src: unknown option\(s\) 'intervall'; known: delay, flag"):
-        _eda.SourceArgs("src", {"intervall": 1}, SPEC)
-    for bad, message in (({"interval": "soon"}, "option 'interval' must be a number"),
-                         ({"interval": -1}, "must be >= 0"), ({"flag": "maybe"}, "must be true or false"),
-                         ({"port": "80.5"}, "must be a whole number"), ({"names": [""]}, "non-empty strings")):
+    with pytest.raises(TopologyError, match=r"^src has unknown keys: intervall; known: delay, flag"):
+        _eda.source_args("src", {"intervall": 1}, SPEC)
+    for bad, message in (({"interval": "soon"}, "src: argument 'interval' is of type str and we were unable to convert to float"),
+                         ({"interval": -1}, "must be >= 0"),
+                         ({"flag": "maybe"}, "src: argument 'flag' is of type str and we were unable to convert to bool"),
+                         ({"port": "80.5"}, "src: argument 'port' is of type str and we were unable to convert to int"),
+                         ({"names": [""]}, "non-empty strings")):
         with pytest.raises(TopologyError, match=message):
-            _eda.SourceArgs("src", bad, SPEC)
+            _eda.source_args("src", bad, SPEC)
+
+
+def test_source_args_take_none_as_the_default():
+    # The rulebooks give an unset variable as ``default(None)``: the option's default, never the text "None".
+    args = _eda.source_args("src", {"interval": None, "token": None, "names": None}, SPEC)
+    assert (args["interval"], args["token"], args["names"]) == (10.0, None, ["a"])
+    with pytest.raises(TopologyError, match="^src has unknown keys: other; known: "):
+        _eda.source_args("src", {"other": None}, SPEC)
+
+
+def test_source_args_refuse_what_the_validator_would_convert():
+    # A boolean is no number, infinity no bound, a mapping no string: each an error naming the option.
+    for bad, message in (({"port": True}, "src: option 'port' must be a number, not True"),
+                         ({"interval": "inf"}, "src: option 'interval' must be >= 0, not 'inf'"),
+                         ({"port": -3}, "src: option 'port' must be >= 0, not -3"),
+                         ({"token": {"a": "b"}}, "src: option 'token' must be a string")):
+        with pytest.raises(TopologyError, match=f"^{message}$"):
+            _eda.source_args("src", bad, SPEC)
+
+
+def test_source_args_mask_no_log_values():
+    # The validator quotes a value it cannot convert; a no_log option's value never reaches the message.
+    spec = {"token": {"type": "int", "no_log": True}}
+    with pytest.raises(TopologyError, match=r"^src: argument 'token'") as info:
+        _eda.source_args("src", {"token": "s3cr3t-t0ken-value"}, spec)
+    assert "s3cr3t" not in str(info.value) and "********" in str(info.value)
 
 
 def test_undefined_rulebook_variable_is_named():
@@ -34,7 +67,7 @@ def test_undefined_rulebook_variable_is_named():
     env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
     undefined = env.from_string("{{ my_token }}").render({})
     with pytest.raises(TopologyError, match="option 'names': the rulebook variable 'my_token' is undefined"):
-        _eda.SourceArgs("src", {"names": [undefined]}, SPEC)
+        _eda.source_args("src", {"names": [undefined]}, SPEC)
 
 
 # Turns a debouncer that never puts an event into a failure; it measures nothing.
@@ -162,3 +195,52 @@ def test_slurm_states_and_changes():
         _eda.slurm_nodes({"meta": {}})
     with pytest.raises(RemoteAPIError, match="reported errors: Unable to contact slurmctld"):
         _eda.slurm_nodes({"nodes": [], "errors": [{"description": "Unable to contact slurmctld"}]})
+
+
+SOURCES = ("k8s_nodes", "regenerate", "slurm_nodes")
+
+
+def _bootstrap(text):
+    """The lines of a source from its ``try:`` import of _eda to the end of its fallback."""
+    lines = text.splitlines()
+    start = lines.index("try:")
+    end = next(index for index in range(start, len(lines)) if lines[index].startswith("    from ") and index > start + 2)
+    return lines[start:end + 1]
+
+
+def test_every_source_imports_the_collection_when_ansible_rulebook_runs_it_by_path(tmp_path):
+    # ansible-rulebook runs a source with runpy.run_path from <dir>/ansible_collections/aifactory/topology/...,
+    # where nothing has put <dir> on sys.path: the one fallback, the same in every source, finds it.
+    collection = tmp_path / "ansible_collections" / "aifactory"
+    collection.mkdir(parents=True)
+    (collection / "topology").symlink_to(REPO)
+    texts = {name: (REPO / "extensions/eda/plugins/event_source" / f"{name}.py").read_text() for name in SOURCES}
+    assert len({tuple(_bootstrap(text)) for text in texts.values()}) == 1
+    for name in SOURCES:
+        path = collection / "topology/extensions/eda/plugins/event_source" / f"{name}.py"
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        result = subprocess.run([sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv[1]); "
+                                 "import ansible_collections.aifactory.topology as c; print(c.__path__[0])", str(path)],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.strip() == str(collection / "topology")
+
+
+def test_wait_within_never_swallows_a_cancellation_and_times_out():
+    # Python 3.11's wait_for returns the result when the awaited thing finishes as the task is
+    # cancelled: a source cancelled during its first poll went on polling, and ansible-rulebook waited.
+    async def scenario():
+        finished = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(_eda.wait_within(finished, 30))
+        await asyncio.sleep(0)  # the task now waits
+        finished.set_result("nodes")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        never = asyncio.get_running_loop().create_future()
+        with pytest.raises(asyncio.TimeoutError):
+            await _eda.wait_within(never, 0)
+        assert never.cancelled()
+        assert await _eda.wait_within(asyncio.sleep(0, result="done"), 30) == "done"
+
+    asyncio.run(scenario())

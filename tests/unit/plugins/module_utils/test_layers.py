@@ -15,7 +15,8 @@ MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 PREFIX = "ansible_collections.aifactory.topology.plugins.module_utils"
 
 # Layer of each file (module path relative to module_utils, without .py); packages by prefix.
-BASE = {"_errors", "_deadline", "_hostlist", "_yaml", "_labels", "_input_file", "_command", "_slurm_lines", "_patterns"}
+BASE = {"_errors", "_arguments", "_deadline", "_hostlist", "_yaml", "_labels", "_input_file", "_command", "_slurm_lines",
+        "_patterns"}
 TRANSPORT = {"_http", "_k8s"}
 PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger", "_node_facts"}
 GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity", "_metrics"}

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, nebius, oci, validate
 
 INSTANCES = [{"region": "r", "instances": {"i-1": "n1"}}]
@@ -53,7 +53,7 @@ def test_an_instance_reported_twice_differently_is_an_error():
     placed = _cloud.Placements("x", {"a": "n1"})
     placed.add("a", ["l1", "s"])
     placed.add("a", ["l1", "s"])  # the same record again is harmless
-    with pytest.raises(TopologyError, match="instance 'a' twice with different topology"):
+    with pytest.raises(RemoteAPIError, match="instance 'a' twice with different topology"):
         placed.add("a", ["l2", "s"])
 
 

@@ -23,7 +23,9 @@ except ImportError:  # ansible-core 2.17, 2.18 (make compat): the arguments are 
             basic._ANSIBLE_ARGS = saved
 
 
-class ModuleExit(Exception):
+class ModuleExit(SystemExit):
+    """What exit_json and fail_json raise here; SystemExit, as theirs do, so a module's ``except Exception`` lets it pass."""
+
     def __init__(self, result, failed):
         super().__init__(result)
         self.result = result

@@ -247,3 +247,20 @@ def test_slurm_conf_reads_the_files_slurm_conf_includes(monkeypatch, tmp_path):
                         monkeypatch=monkeypatch)
     assert result["failed"] and "switch.conf line 1, a file" in result["msg"]
     assert conf.read_text() == "ClusterName=ai\nInclude switch.conf\n"
+
+
+def test_an_unexpected_error_fails_with_its_traceback_and_a_collection_error_without(run, monkeypatch):
+    # A bug (here a KeyError deep in discovery) fails the task with its type and message, and the
+    # traceback in ``exception``, which ansible-playbook shows with -vvv; the collection's own errors
+    # say what to fix and carry no traceback.
+    def broken(*_args, **_kwargs):
+        raise KeyError("switches")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(topology_info, "load_topology", broken)
+        result = run(topology_info, NVL72)
+    assert result["failed"]
+    assert result["msg"].startswith("unexpected error in aifactory.topology (KeyError): 'switches'")
+    assert "Traceback (most recent call last)" in result["exception"] and "in broken" in result["exception"]
+    clean = run(topology_info, {"provider": {"name": "simulation", "params": {"model_path": "/nonexistent.yaml"}}})
+    assert clean["failed"] and "/nonexistent.yaml" in clean["msg"] and "exception" not in clean
