@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from tests.integration.fake_apis import NO_WAIT, GrpcAbort, discover, json_reply, text_reply
 from tests.integration.test_provider_aws import CREDS as AWS_CREDS
 from tests.integration.test_provider_aws import error_reply, instance_xml, topology_reply
+from tests.integration.test_provider_nscale import offset_route
 from tests.integration.test_provider_nebius import METHOD as NEBIUS_METHOD
 from tests.integration.test_provider_nebius import PROJECT as NEBIUS_PROJECT
 from tests.integration.test_provider_oci import AD1
@@ -76,8 +78,6 @@ HTTP_CASES = [
      "an instance without id", None),
     ("nscale-not-a-list", "nscale", nscale, {"token": "t"}, json_reply({"items": []}),
      "expected a list of instance topologies", None),
-    ("nscale-bad-path", "nscale", nscale, {"token": "t"},
-     json_reply([{"instance_id": "i-1", "network_node_path": "leaf"}]), "network_node_path must be a list", None),
     ("oci-refused", "oci", oci, OCI_CREDS, json_reply({"code": "NotAuthorizedOrNotFound"}, status=404),
      "HTTP 404", 404),
     ("oci-no-domains", "oci", oci, OCI_CREDS, json_reply({"items": []}), "expected a list of {name}", None),
@@ -120,3 +120,34 @@ def test_a_grpc_server_that_refuses_or_answers_malformed_is_a_remote_api_error(f
         discover("nebius", nebius(server), {"iam_token": "t"})
     assert not isinstance(info.value, TopologyError)
     assert info.value.status == status
+
+
+TWO = {"i-1": "n1", "i-2": "n2"}
+# One requested instance's record is malformed (the other's is good): its node is quarantined, the
+# map of the others is built. (id, provider, params, creds, route, reason part)
+RECORD_CASES = [
+    ("lambda-network-path-not-a-list", "lambda", lambda server: dict(lambda_cloud(server), instances=[
+        {"region": "r", "instances": TWO}]), {"token": "t"},
+     lambda request: json_reply({"data": [{"id": "i-1", "networkPath": "leaf"},
+                                          {"id": "i-2", "networkPath": [{"id": "leaf"}]}], "page_token": None}),
+     "networkPath must be a list of {id}"),
+    ("nscale-path-not-a-list", "nscale", lambda server: dict(nscale(server), instances=[
+        {"region": "r", "instances": TWO}]), {"token": "t"},
+     offset_route([{"instance_id": "i-1", "network_node_path": "leaf"},
+                   {"instance_id": "i-2", "network_node_path": ["leaf"]}]), "network_node_path must be a list"),
+    ("nscale-id-not-a-name", "nscale", lambda server: dict(nscale(server), instances=[
+        {"region": "r", "instances": TWO}]), {"token": "t"},
+     offset_route([{"instance_id": "i-1", "network_node_path": ["leaf 1"]},
+                   {"instance_id": "i-2", "network_node_path": ["leaf"]}]), "tier 0 of instance 'i-1': 'leaf 1' contains"),
+]
+
+
+@pytest.mark.parametrize("case, name, params, creds, route, reason", RECORD_CASES, ids=[case[0] for case in RECORD_CASES])
+def test_one_malformed_instance_record_quarantines_that_node_and_the_others_are_mapped(
+        fake_http, case, name, params, creds, route, reason):
+    server = fake_http(route)
+    topology, warnings = discover(name, params(server), creds)
+    assert isinstance(topology, Topology) and list(topology.nodes) == ["n2"], case
+    assert [w for w in warnings if w.startswith("1 nodes quarantined (left out of the map): n1 (")]
+    assert list(topology.quarantined) == ["n1"] and topology.quarantined["n1"].source == name
+    assert reason in topology.quarantined["n1"].reason

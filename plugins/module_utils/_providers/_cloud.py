@@ -6,7 +6,9 @@ Every cloud provider takes ``params.instances`` in NVIDIA Topograph's request fo
 ``{region, instances: {instance id: node name}}``, and maps **only** those instances; the API's
 other instances are ignored. Requested instances the API gives no topology for are kept as
 nodes without a switch (the tree engine puts them under ``no-topology``) and reported in one
-warning with their names and count.
+warning with their names and count. A requested instance whose own record is unusable (a field
+of the wrong shape, an id that cannot be a name, two records that disagree) quarantines its node;
+a response that is not the API's (no list, no ids, a loop) fails the run.
 
 Their params and creds are declared in ``_specs`` and validated before ``discover`` runs, so
 the helpers here read values of the right type, with defaults filled in.
@@ -15,14 +17,20 @@ the helpers here read values of the right type, with defaults filled in.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
-from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, credential_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    NodeDataError,
+    RemoteAPIError,
+    TopologyError,
+    credential_problem,
+)
 
 
 def requested_instances(params, provider, require_region=True):
@@ -165,6 +173,21 @@ class Placements:
         self.requested = requested  # instance id -> node name
         self.trim_tiers = trim_tiers
         self.found: dict[str, tuple] = {}
+        self.refused: dict[str, str] = {}  # instance id -> why its record was unusable (its node is quarantined)
+
+    @contextlib.contextmanager
+    def instance(self, instance_id):
+        """Read one instance's record: a NodeDataError in it quarantines that instance's node (when requested)."""
+        try:
+            yield
+        except NodeDataError as exc:
+            self.refuse(instance_id, str(exc))
+
+    def refuse(self, instance_id, reason):
+        """Quarantine the node of ``instance_id`` (when requested; others are ignored) for ``reason``."""
+        if instance_id in self.requested:
+            self.refused.setdefault(instance_id, reason)
+            self.found.pop(instance_id, None)
 
     def wants(self, instance_id):
         return instance_id in self.requested
@@ -177,18 +200,31 @@ class Placements:
         if self.trim_tiers:
             tiers = tiers[:max(0, len(tiers) - self.trim_tiers)]
         record = (tiers, domain or None, (sub_domain or None) if domain else None)
+        if instance_id in self.refused:
+            return True
         known = self.found.get(instance_id)
         if known is not None and known != record:
-            raise RemoteAPIError(f"the {self.provider} API returned instance {instance_id!r} twice with different "
-                                 f"topology: {known[0]} and {record[0]}")
+            self.refused[instance_id] = (f"the {self.provider} API returned instance {instance_id!r} twice with "
+                                         f"different topology: {known[0]} and {record[0]}")
+            del self.found[instance_id]
+            return True
+        # An id or domain of the API (tenants name some of them) that cannot be a name is this instance's problem.
+        for value, what in [(tier, f"tier {level}") for level, tier in enumerate(tiers)] + \
+                [(value, what) for value, what in ((record[1], "domain"), (record[2], "sub-domain")) if value]:
+            problem = name_problem(value)
+            if problem is not None:
+                self.refused[instance_id] = f"the {self.provider} API's {what} of instance {instance_id!r}: {problem}"
+                return True
         self.found[instance_id] = record
         return True
 
     def missing(self):
-        return {iid: node for iid, node in self.requested.items() if iid not in self.found}
+        return {iid: node for iid, node in self.requested.items() if iid not in self.found and iid not in self.refused}
 
     def topology(self, warn):
         topo = Topology()
+        for instance_id, reason in self.refused.items():
+            topo.quarantine(self.requested[instance_id], self.provider, reason)
         for instance_id, (tiers, domain, sub_domain) in self.found.items():
             where = f"{self.provider} instance {instance_id!r}"
             for level, switch in enumerate(tiers):

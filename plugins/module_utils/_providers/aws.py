@@ -19,6 +19,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._deadline impor
     call_within,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    NodeDataError,
     RemoteAPIError,
     TopologyError,
 )
@@ -138,9 +139,10 @@ def _client_error(exc, what):
 def _place(placed, item, region):
     if not isinstance(item, dict) or not isinstance(item.get("InstanceId"), str):
         raise RemoteAPIError(f"EC2 DescribeInstanceTopology in {region}: an instance without instanceId: {item!r:.200}")
-    nodes = item.get("NetworkNodes") or []
-    if not isinstance(nodes, list):
-        raise RemoteAPIError(f"EC2 DescribeInstanceTopology in {region}: instance {item['InstanceId']!r} has "
-                             f"networkNodeSet {nodes!r:.100}, not a list")
-    if nodes:  # an unsupported type or a stopped instance has no network nodes: no topology data
-        placed.add(item["InstanceId"], list(reversed(nodes)), item.get("CapacityBlockId"))
+    with placed.instance(item["InstanceId"]):
+        nodes = item.get("NetworkNodes") or []
+        if not isinstance(nodes, list):
+            raise NodeDataError(f"EC2 DescribeInstanceTopology in {region}: instance {item['InstanceId']!r} has "
+                                f"networkNodeSet {nodes!r:.100}, not a list")
+        if nodes:  # an unsupported type or a stopped instance has no network nodes: no topology data
+            placed.add(item["InstanceId"], list(reversed(nodes)), item.get("CapacityBlockId"))

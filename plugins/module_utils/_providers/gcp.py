@@ -18,7 +18,12 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+    AifactoryTopologyError,
+    NodeDataError,
+    RemoteAPIError,
+    TopologyError,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "gcp"
@@ -61,12 +66,14 @@ def _page(client, path, size, token):
 def _place(placed, item, zone):
     if not isinstance(item, dict) or item.get("id") in (None, ""):
         raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {str(item)[:200]}")
-    topology = (item.get("resourceStatus") or {}).get("physicalHostTopology") or {}
-    if not isinstance(topology, dict):
-        raise RemoteAPIError(f"zone {zone}: instance {item['id']}: physicalHostTopology is not an object")
-    tiers = [topology.get("subblock"), topology.get("block"), topology.get("cluster")]
-    if all(tiers):  # Topograph skips an instance missing any of the three
-        placed.add(str(item["id"]), tiers, domain=topology["subblock"])
+    with placed.instance(str(item["id"])):
+        status = item.get("resourceStatus") or {}
+        topology = (status.get("physicalHostTopology") if isinstance(status, dict) else status) or {}
+        if not isinstance(topology, dict):
+            raise NodeDataError(f"zone {zone}: instance {item['id']}: physicalHostTopology is not an object")
+        tiers = [topology.get("subblock"), topology.get("block"), topology.get("cluster")]
+        if all(tiers):  # Topograph skips an instance missing any of the three
+            placed.add(str(item["id"]), tiers, domain=topology["subblock"])
 
 
 class _Metadata:

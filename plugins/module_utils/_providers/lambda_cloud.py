@@ -67,7 +67,8 @@ def _place(placed, item, incomplete, too_long):
     node = placed.requested[item["id"]]
     path = item.get("networkPath") or []
     if not isinstance(path, list) or not all(isinstance(hop, dict) for hop in path):
-        raise RemoteAPIError(f"GET {PATH}: instance {item['id']!r}: networkPath must be a list of {{id}}")
+        placed.refuse(item["id"], f"GET {PATH}: instance {item['id']!r}: networkPath must be a list of {{id}}")
+        return
     if len(path) > MAX_TIERS:
         too_long.append(node)
         return

@@ -15,7 +15,7 @@ params: ``instances``, ``api_url`` (the Radar URL; required), ``organization`` (
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "nscale"
@@ -56,11 +56,12 @@ def _place(placed, item, region):
     instance_id = item.get("instance_id")
     if not isinstance(instance_id, str) or not instance_id:
         raise RemoteAPIError(f"GET {PATH} (region {region}): an instance without instance_id: {str(item)[:200]}")
-    path = item.get("network_node_path") or []
-    if not isinstance(path, list) or not all(isinstance(hop, str) for hop in path):
-        raise RemoteAPIError(f"GET {PATH}: instance {instance_id!r}: network_node_path must be a list of strings")
-    domain = item.get("block_id")
-    if domain is not None and not isinstance(domain, str):
-        raise RemoteAPIError(f"GET {PATH}: instance {instance_id!r}: block_id must be a string or null")
-    if path or domain:
-        placed.add(instance_id, list(reversed(path)), domain)
+    with placed.instance(instance_id):
+        path = item.get("network_node_path") or []
+        if not isinstance(path, list) or not all(isinstance(hop, str) for hop in path):
+            raise NodeDataError(f"GET {PATH}: instance {instance_id!r}: network_node_path must be a list of strings")
+        domain = item.get("block_id")
+        if domain is not None and not isinstance(domain, str):
+            raise NodeDataError(f"GET {PATH}: instance {instance_id!r}: block_id must be a string or null")
+        if path or domain:
+            placed.add(instance_id, list(reversed(path)), domain)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, nebius, oci, validate
 
 INSTANCES = [{"region": "r", "instances": {"i-1": "n1"}}]
@@ -49,12 +49,33 @@ def test_placements_trim_tiers_skip_empty_ids_and_keep_missing_nodes():
                         "(the tree topology puts them under no-topology): n3"]
 
 
-def test_an_instance_reported_twice_differently_is_an_error():
-    placed = _cloud.Placements("x", {"a": "n1"})
+def test_an_instance_reported_twice_differently_quarantines_its_node():
+    placed = _cloud.Placements("x", {"a": "n1", "b": "n2"})
     placed.add("a", ["l1", "s"])
     placed.add("a", ["l1", "s"])  # the same record again is harmless
-    with pytest.raises(RemoteAPIError, match="instance 'a' twice with different topology"):
-        placed.add("a", ["l2", "s"])
+    placed.add("b", ["l1", "s"])
+    placed.add("a", ["l2", "s"])
+    placed.add("a", ["l1", "s"])  # once refused, it stays refused
+    topo = placed.topology(print)
+    assert list(topo.nodes) == ["n2"] and topo.quarantined["n1"].source == "x"
+    assert "instance 'a' twice with different topology" in topo.quarantined["n1"].reason
+
+
+def test_a_malformed_record_or_an_id_that_is_no_name_quarantines_only_that_instance():
+    placed = _cloud.Placements("x", {"a": "n1", "b": "n2", "c": "n3"})
+    with placed.instance("a"):
+        raise NodeDataError("instance 'a': networkPath must be a list")
+    with placed.instance("z"):  # not requested: ignored, as the API's other instances are
+        raise NodeDataError("instance 'z': bad")
+    placed.add("b", ["leaf 1"])
+    placed.add("c", ["l1"], domain="d,1")
+    placed.add("d", ["whatever"])
+    with pytest.raises(TopologyError, match=r"every node was quarantined \(3\)"):
+        placed.topology(print).validate()
+    topo = placed.topology(print)
+    assert topo.quarantined["n1"].reason == "instance 'a': networkPath must be a list"
+    assert topo.quarantined["n2"].reason.startswith("the x API's tier 0 of instance 'b': 'leaf 1' contains white space")
+    assert topo.quarantined["n3"].reason.startswith("the x API's domain of instance 'c': 'd,1' contains ','")
 
 
 def test_settings_validate_and_never_show_secret_values(monkeypatch):
