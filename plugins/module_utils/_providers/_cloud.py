@@ -25,12 +25,7 @@ import time
 from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
-    NodeDataError,
-    RemoteAPIError,
-    TopologyError,
-    credential_problem,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError, credential_problem
 
 
 def requested_instances(params, provider, require_region=True):
