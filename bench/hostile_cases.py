@@ -198,13 +198,26 @@ def hostile_case_3(tmp):
     return ib(GOOD_IB + "\n" + record[:record.index("\n\n") + 2])
 
 
-for label, (old, new) in {
-    "HCA described 'node[01-09] HCA-1'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"node[01-09] HCA-1"'),
-    "HCA described 'a=b mlx5_0'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"a=b mlx5_5"'),
-    "HCA described '#x mlx5_0'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"#x mlx5_5"'),
-    "switch described 'MF0;a b:MQM'": ('"MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"', '"MF0;a,b:MQM9701/U1"'),
+def ib_quarantined(text, host):
+    """A host's own bad description quarantines that host alone (docs/security.md, per-node quarantine)."""
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover as run
+    topology = run("infiniband", {"ibnetdiscover": {"n1": text}})
+    if list(topology.quarantined) != [repr(host)] or any(host in name for name in topology.nodes):
+        raise WrongOutput(f"{host!r} was not quarantined alone: quarantined {list(topology.quarantined)}")
+    return topology
+
+
+for label, (old, new, host) in {
+    "HCA described 'node[01-09] HCA-1'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"node[01-09] HCA-1"', "node[01-09]"),
+    "HCA described 'a=b mlx5_0'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"a=b mlx5_5"', "a=b"),
+    "HCA described '#x mlx5_0'": ('"a08-p1-dgx-04-c01 mlx5_5"', '"#x mlx5_5"', "#x"),
 }.items():
-    case(B, f"ibnetdiscover {label}")(lambda tmp, old=old, new=new: ib(GOOD_IB.replace(old, new)))
+    case(B, f"ibnetdiscover {label} quarantines that host", expect="ok")(
+        lambda tmp, old=old, new=new, host=host: ib_quarantined(GOOD_IB.replace(old, new), host))
+    case(B, f"ibnetdiscover {label}, invalid_nodes fail")(
+        lambda tmp, old=old, new=new: ib(GOOD_IB.replace(old, new), invalid_nodes="fail"))
+case(B, "ibnetdiscover switch described 'MF0;a b:MQM'")(
+    lambda tmp: ib(GOOD_IB.replace('"MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"', '"MF0;a,b:MQM9701/U1"')))
 case(B, "ibnetdiscover node_map value null")(lambda tmp: ib(GOOD_IB, node_map={"H-e09d7303007a4bd8": None}))
 case(B, "ibnetdiscover node_map value 5")(lambda tmp: ib(GOOD_IB, node_map={"a08-p1-dgx-04-c01": 5}))
 case(B, "ibnetdiscover empty output")(lambda tmp: ib(""))

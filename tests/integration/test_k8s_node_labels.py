@@ -86,7 +86,7 @@ def test_lifecycle_counts_writes_exactly_and_check_mode_stores_nothing(k8s, admi
     assert first["changed"] and written(start, after_first) == sorted(names)  # 72 writes, one per node
     assert after_first[first_node][1]["team"] == "a" and f"{TIER}5" not in after_first[first_node][1]
     assert first["summary"] == {"nodes_listed": 72, "nodes_in_topology": 72, "nodes_changed": 72,
-                                "nodes_cleaned": 0, "nodes_missing": 0, "warnings": []}
+                                "nodes_cleaned": 0, "nodes_missing": 0, "quarantined": 0, "warnings": []}
 
     second = run_module(k8s_node_labels, args, monkeypatch)
     assert second["changed"] is False and written(after_first, node_state(admin, test_id)) == []  # zero writes
