@@ -27,10 +27,12 @@ def test_source_args_defaults_conversions_and_errors():
         (2.5, ["a"], False, 8080, 15.0, 120.0)
     with pytest.raises(TopologyError, match=r"^src has unknown keys: intervall; known: delay, flag"):
         _eda.source_args("src", {"intervall": 1}, SPEC)
-    for bad, message in (({"interval": "soon"}, "src: argument 'interval' is of type str and we were unable to convert to float"),
+    # ansible-core 2.19 names a type "str"; 2.17 and 2.18 "<class 'str'>".
+    is_str = "is of type (str|<class 'str'>)"
+    for bad, message in (({"interval": "soon"}, f"src: argument 'interval' {is_str} and we were unable to convert to float"),
                          ({"interval": -1}, "must be >= 0"),
-                         ({"flag": "maybe"}, "src: argument 'flag' is of type str and we were unable to convert to bool"),
-                         ({"port": "80.5"}, "src: argument 'port' is of type str and we were unable to convert to int"),
+                         ({"flag": "maybe"}, f"src: argument 'flag' {is_str} and we were unable to convert to bool"),
+                         ({"port": "80.5"}, f"src: argument 'port' {is_str} and we were unable to convert to int"),
                          ({"names": [""]}, "non-empty strings")):
         with pytest.raises(TopologyError, match=message):
             _eda.source_args("src", bad, SPEC)
@@ -59,7 +61,9 @@ def test_source_args_mask_no_log_values():
     spec = {"token": {"type": "int", "no_log": True}}
     with pytest.raises(TopologyError, match=r"^src: argument 'token'") as info:
         _eda.source_args("src", {"token": "s3cr3t-t0ken-value"}, spec)
-    assert "s3cr3t" not in str(info.value) and "********" in str(info.value)
+    assert "s3cr3t" not in str(info.value)
+    # ansible-core 2.19 quotes the value it cannot convert (masked here); 2.17 and 2.18 do not quote it.
+    assert "********" in str(info.value) or "cannot be converted to an int" in str(info.value)
 
 
 def test_undefined_rulebook_variable_is_named():
