@@ -79,7 +79,9 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_module, _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module as _k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts as _node_facts
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
 
 

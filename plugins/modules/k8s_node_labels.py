@@ -167,10 +167,10 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module as _k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes, shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
     INPUT_CONSTRAINTS,
     SHRINK_GUARD_ARG_SPEC,
     load_topology,

@@ -94,9 +94,9 @@ deleted:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module as _k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, load_topology
 
 
 def main():

@@ -261,15 +261,15 @@ import gc
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command
-from ansible_collections.aifactory.topology.plugins.module_utils import _segment_capacity as job
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import segment_capacity as job
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
     INPUT_CONSTRAINTS,
     load_topology,
     provider_arg_spec,
     warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 
 
 def main():

@@ -96,9 +96,9 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_conf
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_conf as _slurm_conf
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, failing_cleanly
 
 
 def main():

@@ -157,10 +157,10 @@ import contextlib
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
     INPUT_CONSTRAINTS,
     RENDER_ARG_SPEC,
     SCONTROL_ARG_SPEC,
@@ -176,7 +176,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
     read_text,
     resolve_dest,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
 
 
 def main():

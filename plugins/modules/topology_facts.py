@@ -147,8 +147,10 @@ import shlex
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command, _node_facts, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts as _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi as _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
 
 # A node's nvidia-smi answer is one CSV row per GPU (a few KB); more is not an answer.
 MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024

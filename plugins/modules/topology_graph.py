@@ -49,12 +49,12 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
     INPUT_CONSTRAINTS,
     load_topology,
     provider_arg_spec,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file
 

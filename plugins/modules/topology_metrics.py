@@ -124,8 +124,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _metrics
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_metrics as _metrics
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, locked, read_text
 
 

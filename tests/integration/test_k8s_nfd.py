@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from ansible_collections.aifactory.topology.plugins.modules import nfd_topology
 from tests.integration.k8s_support import client, gb200, new_id, run_module

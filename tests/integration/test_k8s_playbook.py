@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from tests.ansible_run import REPO, run_playbook
 from tests.integration.k8s_support import client, make_nodes, new_id, node_names, node_state, playbook_inventory, written
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer, k8s_configmap
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slinky
 from ansible_collections.aifactory.topology.plugins.modules import slinky_topology
 from tests.integration.k8s_support import client, gb200, make_nodes, new_id, node_names, node_state, run_module, written

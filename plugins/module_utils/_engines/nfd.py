@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
 FEATURE_SET = "topograph.network"

@@ -10,9 +10,9 @@ administrator set (any other reason) is never lifted, and such a node is not dra
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.capacity import scontrol_json_nodes
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 # Fixed text, never the quarantine reason: what a host reported must not reach slurmctld's state.
 DRAIN_REASON = "aifactory.topology unhealthy, quarantined from the topology"

@@ -9,10 +9,11 @@ from __future__ import annotations
 import base64
 import datetime
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slinky
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import APPLY_PATCH, PartialWrite
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import list_nodes, node_diff, patch_nodes, plan_node_changes

@@ -8,11 +8,12 @@ again and the patch recomputed from its fresh state. Bounded concurrency.
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import label_changes
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH, PartialWrite
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_lines as slurm_lines
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_lines as slurm_lines
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 
 def check_max_node_loss(value, where="max_node_loss"):

@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from ansible_collections.aifactory.topology.plugins.modules import (
     slurm_conf, slurm_topology, topology_graph, topology_info)

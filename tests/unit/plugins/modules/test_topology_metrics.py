@@ -8,7 +8,7 @@ import stat
 import pytest
 from prometheus_client import parser
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _metrics
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_metrics as _metrics
 from ansible_collections.aifactory.topology.plugins.modules import topology_metrics
 
 from .module_runner import module_argument_spec, run_module

@@ -14,9 +14,9 @@ import math
 import os
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._slurm_lines import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.slurm_lines import (
     include_target, key_values, logical_lines, physical_lines, quote_value)
 
 MANAGED_MARKER = "# Settings managed by Ansible (aifactory.topology)"

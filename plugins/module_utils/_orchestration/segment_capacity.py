@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._common import LAYOUT_ARG_SPEC, SCONTROL_ARG_SPEC
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import LAYOUT_ARG_SPEC, SCONTROL_ARG_SPEC
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
 
 ARG_SPEC = {

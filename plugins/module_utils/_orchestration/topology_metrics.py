@@ -20,8 +20,8 @@ import math
 import os
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 PREFIX = "aifactory_topology_"
 TARGET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._common import provider_arg_spec
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
 
 
