@@ -55,20 +55,3 @@ def desired_labels(topology, keys, no_topology_value=None):
         raise TopologyError("switch or domain ids that are not valid Kubernetes label values (letters, digits, "
                             f"'-', '_', '.', starting and ending with a letter or digit): {details}")
     return result
-
-
-def label_changes(current, desired, keys):
-    """The merge-patch labels that turn ``current``'s managed labels into ``desired``.
-
-    ``current`` is the node's full label map, ``desired`` the managed labels it should have
-    (an empty map removes every managed label). Returns {key: value or None}; empty when
-    nothing differs. Labels the collection does not manage are never touched.
-    """
-    patch = {}
-    for key, value in desired.items():
-        if current.get(key) != value:
-            patch[key] = value
-    for key in current:
-        if keys.is_managed(key) and key not in desired:
-            patch[key] = None
-    return patch

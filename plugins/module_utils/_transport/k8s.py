@@ -33,7 +33,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 
 # The kubernetes library takes about 0.3 s to import: it is imported when a client is built, not
-# by every module that imports this one (slurm_topology reaches it through _common).
+# by every module that imports this one (slurm_topology reaches it through _orchestration.common).
 HAS_KUBERNETES = importlib.util.find_spec("kubernetes") is not None
 
 MISSING_LIBRARY = ("the Python library 'kubernetes' is required on the host that runs this task "
