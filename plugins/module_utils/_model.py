@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
     NodeUnhealthy,

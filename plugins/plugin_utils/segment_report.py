@@ -13,7 +13,7 @@ import html
 import io
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
 
 STATE_COLOURS = {"idle": "#2e9e4f", "allocated": "#3b6fd6", "drained": "#f0a020", "down": "#d03030",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 STATES = ("idle", "allocated", "drained", "down")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 DOMAIN_PREFIX = "domain_"

@@ -13,7 +13,7 @@ Pure functions: no network. The reconcile that lists and patches nodes is in ``_
 from __future__ import annotations
 
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import (
     SUB_DOMAIN_LABEL,

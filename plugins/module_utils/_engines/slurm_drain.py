@@ -10,7 +10,7 @@ administrator set (any other reason) is never lifted, and such a node is not dra
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.capacity import scontrol_json_nodes
 
 # Fixed text, never the quarantine reason: what a host reported must not reach slurmctld's state.

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
@@ -39,9 +39,8 @@ def run(module):
     k8s_module.run(module, job, warnings)
 
 
-def reconcile(client, topology, keys, options, node_selector=None, no_topology_value=None,
-                          clean_absent_nodes=True, warn=None, diff=False, max_node_loss=10.0, force=False,
-                          taint_unhealthy=False):
+def reconcile(client, topology, keys, options, node_selector=None, no_topology_value=None, clean_absent_nodes=True,
+              warn=None, diff=False, max_node_loss=10.0, force=False, taint_unhealthy=False):
     """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff).
 
     Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
@@ -96,5 +95,3 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
         "quarantined": topology.quarantine_report(),
     }
     return k8s_module.finish_node_writes(result, written, error, diff)
-
-

@@ -7,9 +7,14 @@ from __future__ import annotations
 import gc
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import LAYOUT_ARG_SPEC, SCONTROL_ARG_SPEC, load_topology, warning_collector
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
+    LAYOUT_ARG_SPEC,
+    SCONTROL_ARG_SPEC,
+    load_topology,
+    warning_collector,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
 
 ARG_SPEC = {

@@ -5,7 +5,7 @@ spec annotation of each Kubernetes node; everything is read and checked before t
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slinky
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module

@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi as _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import LocalFileError, NodeUnhealthy, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import read_text
 

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _merger as _merger
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import NameSelector
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem

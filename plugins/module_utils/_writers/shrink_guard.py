@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_lines as slurm_lines
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_lines
 from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 

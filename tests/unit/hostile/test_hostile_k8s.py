@@ -239,8 +239,7 @@ def test_slinky_checks_the_node_annotations_before_writing_the_configmap():
     topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
     client = RecordingClient({"n1": {}, "n2": {"example.com/other": "o" * LIMIT}})
     with pytest.raises(TopologyError, match=r"1 nodes would carry more annotations .*: n2 \(26"):
-        reconcile_slinky(client, topology, slinky_params(use_dynamic_nodes=True),
-                                       k8s_writer.WriteOptions(concurrency=1))
+        reconcile_slinky(client, topology, slinky_params(use_dynamic_nodes=True), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
 
 

@@ -31,8 +31,7 @@ class FailingClient:
 def test_a_failed_write_reports_what_was_created_before_it():
     client = FailingClient()
     with pytest.raises(k8s.PartialWrite) as info:
-        reconcile_nfd(client, discover("inventory", TOPOLOGY), "nfd", k8s.WriteOptions(concurrency=1),
-                                  diff=True)
+        reconcile_nfd(client, discover("inventory", TOPOLOGY), "nfd", k8s.WriteOptions(concurrency=1), diff=True)
     features = info.value.result["created"]["NodeFeature"]
     assert len(features) == 2 and all(name.startswith("topograph-node-gpu") for name in features)
     assert info.value.result["created"].get("NodeFeatureGroup") == []
