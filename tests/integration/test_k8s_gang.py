@@ -90,16 +90,23 @@ def unschedulable(pod):
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
+def wait_all(plane, namespace, names, predicate, what):
+    """The pods ``names`` once ``predicate`` holds for every one of them (polled, bounded)."""
+    def check():
+        pods = pods_of(plane, namespace, names)
+        return pods if all(predicate(pod) for pod in pods) else None
+    return k8s_testbed.wait_until(check, timeout=WAIT, what=what)
+
+
 def wait_bound(plane, namespace, names):
-    return k8s_testbed.wait_until(
-        lambda: (lambda pods: pods if all(p["spec"].get("nodeName") for p in pods) else None)(
-            pods_of(plane, namespace, names)), timeout=WAIT, what=f"all {len(names)} pods of the gang bound")
+    return wait_all(plane, namespace, names, lambda pod: pod["spec"].get("nodeName"),
+                    f"all {len(names)} pods of the gang bound")
 
 
 def test_a_gang_constrained_to_the_domain_label_is_bound_in_one_nvlink_domain(gang_plane, namespace, monkeypatch):
     labels = labelled_racks(gang_plane, monkeypatch, racks=2)
-    nodes = [pod["spec"]["nodeName"] for pod in wait_bound(gang_plane, namespace,
-                                                          submit_gang(gang_plane, namespace, "four", 4, DOMAIN))]
+    names = submit_gang(gang_plane, namespace, "four", 4, DOMAIN)
+    nodes = [pod["spec"]["nodeName"] for pod in wait_bound(gang_plane, namespace, names)]
     assert len(set(nodes)) == 4  # one pod per node: each takes a node's 4 GPUs
     assert len({labels[node][DOMAIN] for node in nodes}) == 1
     gang_plane.kubectl.wait_for("PodGroup", "four", lambda g: group_scheduled(g) == "True",
@@ -113,11 +120,8 @@ def test_a_gang_no_domain_can_hold_stays_pending_whole(gang_plane, namespace, mo
                                         namespace=namespace, api_version=SCHEDULING, timeout=WAIT)
     # The topology plugin made one candidate placement per domain value and none holds five.
     assert "placements are available" in group_condition(group)["message"]
-    pending = k8s_testbed.wait_until(
-        lambda: (lambda pods: pods if all(unschedulable(p) for p in pods) else None)(
-            pods_of(gang_plane, namespace, names)), timeout=WAIT, what="all five pods of the gang unschedulable")
+    pending = wait_all(gang_plane, namespace, names, unschedulable, "all five pods of the gang unschedulable")
     assert [pod["spec"].get("nodeName") for pod in pending] == [None] * 5
     # The constraint, not the capacity, holds them: the same gang without it fits in the free nodes.
     unconstrained = wait_bound(gang_plane, namespace, submit_gang(gang_plane, namespace, "five-anywhere", 5))
     assert len({pod["spec"]["nodeName"] for pod in unconstrained}) == 5
-
