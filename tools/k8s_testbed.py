@@ -6,7 +6,9 @@ Build (once per machine): kube-apiserver and kube-scheduler are compiled from th
 ``k8s.io/kubernetes`` Go module through a wrapper module whose replace directives are
 generated from k8s's own go.mod (every ``k8s.io/X => ./staging/...`` line becomes
 ``k8s.io/X => k8s.io/X v0.<minor>.<patch>``); etcd is compiled from ``go.etcd.io/etcd/server/v3``
-through a five-line ``main``. Everything (wrapper modules, GOPATH, GOMODCACHE, GOCACHE, binaries)
+through a five-line ``main``; the Kueue controller manager (``build-kueue``, needed by the Kueue
+tests only) with ``go install sigs.k8s.io/kueue/cmd/kueue@<version>``, its go.mod having no replace
+directives. Everything (wrapper modules, GOPATH, GOMODCACHE, GOCACHE, binaries)
 lives under ``$AIFACTORY_CACHE/k8s`` (default /var/cache/aifactory-topology/k8s), so only the
 first run on a machine pays; nothing built is committed.
 
