@@ -18,7 +18,7 @@ import os
 import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels
 from tests.integration.k8s_support import TEST_LABEL, gb200, new_id, node_names, run_module
 
