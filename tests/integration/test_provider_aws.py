@@ -281,3 +281,25 @@ def test_a_named_profile_from_the_shared_credentials_file(fake_http, monkeypatch
     assert "Credential=AKIDNAMEDPROFILE/" in api.requests[0].headers["authorization"]
     with pytest.raises(Exception, match="aws params.profile: The config profile \\(missing\\) could not be found"):
         discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="missing"))
+
+
+def credential_chain_cases(start_http, tmp_path):
+    """Runs whose credentials boto3's chain finds (no creds given), for the -vvvv secret test."""
+    clean = {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+             "AWS_CONFIG_FILE": str(tmp_path / "no-config")}
+    imds = Imds(start_http)
+    api = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
+    instances = [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]
+    shared = tmp_path / "credentials"
+    profile_secret = 'profile-secret/"q"\\b{{x}}+='
+    shared.write_text(f"[topology]\naws_access_key_id = AKIDNAMEDPROFILE\naws_secret_access_key = {profile_secret}\n")
+    return [
+        {"id": "aws-imdsv2-instance-profile", "params": params(api, instances), "creds": {},
+         "environment": dict(clean, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url),
+         "secrets": [INSTANCE_CREDS["SecretAccessKey"], INSTANCE_CREDS["Token"], IMDS_SESSION_TOKEN],
+         "used": lambda: any(r.headers.get("x-amz-security-token") == INSTANCE_CREDS["Token"] for r in api.requests)},
+        {"id": "aws-shared-credentials-profile", "params": params(api, instances, profile="topology"), "creds": {},
+         "environment": dict(clean, AWS_SHARED_CREDENTIALS_FILE=str(shared), AWS_EC2_METADATA_DISABLED="true"),
+         "secrets": [profile_secret],
+         "used": lambda: any("Credential=AKIDNAMEDPROFILE/" in r.headers.get("authorization", "") for r in api.requests)},
+    ]

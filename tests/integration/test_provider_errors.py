@@ -182,6 +182,9 @@ CREDENTIAL_CASES = [
      json_reply({"error": "invalid_grant", "error_description": "The audience does not match."}, status=400),
      r"GCP credentials from creds.credentials_file \(.*federation.json\): the token request was refused "
      r"\(OAuthError\): .*The audience does not match"),
+    ("gcp-sts-echoes-the-subject-token", gcp_federation_creds,
+     json_reply({"error": "invalid_grant", "error_description": f"Unable to parse {SUBJECT_TOKEN}."}, status=400),
+     r"the token request was refused \(OAuthError\): 'Error code invalid_grant: Unable to parse \*\*\*\.'"),
     ("gcp-sts-answers-html", gcp_federation_creds, text_reply("<html>proxy error</html>", status=502),
      "GCP credentials from creds.credentials_file"),
 ]

@@ -376,3 +376,49 @@ def test_an_unusable_credentials_document_is_the_operators_error_without_its_con
         discover("gcp", adc_params(type("Api", (), {"url": "http://127.0.0.1:9"})(), project_id="p"),
                  {"credentials_file": str(key_file)})
     assert "not json" not in str(info.value) and "a list" not in str(info.value)
+
+
+def private_key_parts():
+    """What of the private key must never be printed: every base64 line of its PEM, and the PEM JSON-escaped."""
+    private = signing_key()[0]
+    return [line for line in private.splitlines() if "-----" not in line] + [json.dumps(private)[1:-1]]
+
+
+def credential_chain_cases(start_http, tmp_path):
+    """Runs with each credential form google-auth handles, for the -vvvv secret test (the forms in ``secrets``)."""
+    base = {"CLOUDSDK_CONFIG": str(tmp_path / "no-gcloud")}
+    tokens = start_http(token_endpoint)
+    sts = start_http(sts_endpoint)
+    meta = metadata_server(start_http)
+    refusing_meta = metadata_server(start_http, token_status=403)
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps(service_account_key(tokens)))
+    subject = tmp_path / "subject-token"
+    subject.write_text(SUBJECT_TOKEN)
+    federation = tmp_path / "federation.json"
+    federation.write_text(json.dumps(federation_document(sts, subject)))
+    by_token = {token: api_server(start_http, token, project=project)
+                for token, project in ((SA_TOKEN, "key-proj"), (STS_TOKEN, "ml-proj"), (METADATA_TOKEN, "meta-proj"))}
+    host = meta.url.removeprefix("http://")
+
+    def used(token):
+        return lambda: any(r.headers.get("authorization") == f"Bearer {token}" for r in by_token[token].requests)
+
+    cases = [
+        ("gcp-service-account-key-file", adc_params(by_token[SA_TOKEN]), {"credentials_file": str(key_file)}, base,
+         private_key_parts() + [SA_TOKEN], used(SA_TOKEN)),
+        ("gcp-service-account-key-inline", adc_params(by_token[SA_TOKEN]),
+         {"credentials_json": json.dumps(service_account_key(tokens))}, base, private_key_parts() + [SA_TOKEN],
+         used(SA_TOKEN)),
+        ("gcp-workload-identity-federation", adc_params(by_token[STS_TOKEN], project_id="ml-proj"), {},
+         dict(base, GOOGLE_APPLICATION_CREDENTIALS=str(federation)), [SUBJECT_TOKEN, STS_TOKEN], used(STS_TOKEN)),
+        ("gcp-metadata-server", adc_params(by_token[METADATA_TOKEN]), {},
+         dict(base, GCE_METADATA_HOST=host, GCE_METADATA_IP=host), [METADATA_TOKEN], used(METADATA_TOKEN)),
+    ]
+    refused_host = refusing_meta.url.removeprefix("http://")
+    return [{"id": case, "params": params, "creds": creds, "environment": environment, "secrets": secrets,
+             "used": was_used} for case, params, creds, environment, secrets, was_used in cases] + [
+        # The metadata server refuses, its error body holding the token: the failure repeats neither.
+        {"id": "gcp-metadata-server-refuses", "params": adc_params(by_token[METADATA_TOKEN], project_id="p"),
+         "creds": {}, "environment": dict(base, GCE_METADATA_HOST=refused_host, GCE_METADATA_IP=refused_host),
+         "secrets": [METADATA_TOKEN], "used": lambda: bool(refusing_meta.requests), "fails": True}]

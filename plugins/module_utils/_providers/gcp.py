@@ -130,7 +130,7 @@ def _login(params, creds):
                             "(or creds.access_token)")
     transport = _Transport(params)
     document, source = _credentials_document(creds)
-    secrets = [document["private_key"]] if document and isinstance(document.get("private_key"), str) else []
+    secrets = _known_secrets(document)
     if document is None:
         source = METADATA_SOURCE
         credentials = google.auth.compute_engine.Credentials()
@@ -171,6 +171,31 @@ def _credentials_document(creds):
     except InputFileError as exc:
         raise TopologyError(str(exc)) from None
     return _parse(text, f"{source} ({path})"), f"{source} ({path})"
+
+
+def _known_secrets(document):
+    """What a server's error might echo and no message may repeat: the key, a file-sourced subject token."""
+    if not document:
+        return []
+    secrets = [document.get("private_key")]
+    source = document.get("credential_source")
+    if isinstance(source, dict) and isinstance(source.get("file"), str):
+        try:
+            text = read_text(source["file"], "credential_source.file", path_is_secret=True,
+                             max_bytes=MAX_CREDENTIALS_BYTES)
+        except InputFileError:
+            text = ""  # google-auth reports the unreadable file itself
+        secrets += [text, text.strip()] + _json_strings(text)
+    return sorted({value for value in secrets if isinstance(value, str) and len(value) >= 4}, key=len, reverse=True)
+
+
+def _json_strings(text):
+    """The string values of a JSON subject token file (format type json), if it is one."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return []
+    return [value for value in document.values() if isinstance(value, str)] if isinstance(document, dict) else []
 
 
 def _parse(text, source):
