@@ -38,19 +38,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._http import pa
 from ansible_collections.aifactory.topology.plugins.module_utils._input_file import InputFileError, read_text
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
-try:
-    import google.auth
-    import google.auth.compute_engine
-    import google.auth.exceptions
-    import google.auth.transport.requests
-    import google.oauth2.credentials
-    import google.oauth2.service_account
-    import requests
-
-    HAS_GOOGLE_AUTH = True
-except ImportError:  # pragma: no cover - exercised only where google-auth is missing
-    HAS_GOOGLE_AUTH = False
-
 NAME = "gcp"
 DEFAULT_API_URL = _specs.GCP_API_URL
 DEFAULT_METADATA_HOST = "metadata.google.internal"
@@ -121,17 +108,28 @@ class _Login:
         return _refusals(self.source, self.secrets)
 
 
+def _google_auth():
+    """google-auth, imported only by a run that uses it: an access token needs none of it (about 0.3 s)."""
+    # pylint: disable=import-outside-toplevel
+    try:
+        import google.auth.exceptions
+        import google.auth.transport.requests
+    except ImportError:
+        raise TopologyError("the gcp provider needs the Python library 'google-auth' on the host that runs it "
+                            "(or creds.access_token)") from None
+    return google
+
+
 def _login(params, creds):
     token = _cloud.secret(creds, "access_token", env=("GOOGLE_OAUTH_ACCESS_TOKEN",))
     if token:  # no google-auth needed: the token is sent as given
         return _Login(headers={"Authorization": f"Bearer {token}"})
-    if not HAS_GOOGLE_AUTH:
-        raise TopologyError("the gcp provider needs the Python library 'google-auth' on the host that runs it "
-                            "(or creds.access_token)")
-    transport = _Transport(params)
+    google = _google_auth()
+    transport = _transport(params)
     document, source = _credentials_document(creds)
     secrets = _known_secrets(document)
     if document is None:
+        import google.auth.compute_engine  # pylint: disable=import-outside-toplevel
         source = METADATA_SOURCE
         credentials = google.auth.compute_engine.Credentials()
         project = None
@@ -215,6 +213,8 @@ def _from_document(document, source):
     Each type through its own loader (google-auth's advice for configurations of known types).
     """
     kind = document["type"]
+    google = _google_auth()
+    # pylint: disable=import-outside-toplevel
     try:
         if kind == "external_account":
             # google.auth.load_credentials_from_dict would also look the project up in Cloud Resource
@@ -223,16 +223,18 @@ def _from_document(document, source):
             if not isinstance(credential_source, dict):
                 raise TopologyError(f"{source}: credential_source must be an object")
             if str(credential_source.get("environment_id", "")).startswith("aws"):
-                from google.auth import aws as federation  # pylint: disable=import-outside-toplevel
+                from google.auth import aws as federation
             elif "executable" in credential_source:
-                from google.auth import pluggable as federation  # pylint: disable=import-outside-toplevel
+                from google.auth import pluggable as federation
             else:
-                from google.auth import identity_pool as federation  # pylint: disable=import-outside-toplevel
+                from google.auth import identity_pool as federation
             return federation.Credentials.from_info(document, scopes=list(SCOPES))
         if kind == "service_account":
-            return google.oauth2.service_account.Credentials.from_service_account_info(document, scopes=list(SCOPES))
+            from google.oauth2 import service_account
+            return service_account.Credentials.from_service_account_info(document, scopes=list(SCOPES))
         if kind == "authorized_user":
-            return google.oauth2.credentials.Credentials.from_authorized_user_info(document, scopes=list(SCOPES))
+            from google.oauth2 import credentials
+            return credentials.Credentials.from_authorized_user_info(document, scopes=list(SCOPES))
     except (google.auth.exceptions.DefaultCredentialsError, ValueError, TypeError, KeyError) as exc:
         # google-auth names the missing or malformed field; a key's bytes are never in its messages.
         raise TopologyError(f"{source}: unusable {kind!r} credentials: {clip(str(exc), 200)}") from None
@@ -243,6 +245,7 @@ def _from_document(document, source):
 @contextlib.contextmanager
 def _refusals(source, secrets):
     """Turn google-auth's errors into RemoteAPIError (a refused or failed token request); no secret shown."""
+    google = _google_auth()
     try:
         yield
     except google.auth.exceptions.GoogleAuthError as exc:
@@ -270,23 +273,24 @@ def _reason(exc):
     return reason.split(" Response:", 1)[0]
 
 
-if HAS_GOOGLE_AUTH:
-    class _Transport(google.auth.transport.requests.Request):
-        """google-auth's requests transport, held to params.timeout, the deadline and the TLS settings."""
+def _transport(params):
+    """google-auth's requests transport, held to params.timeout, the deadline and the TLS settings."""
+    google = _google_auth()
+    import requests  # pylint: disable=import-outside-toplevel
 
-        def __init__(self, params):
-            session = requests.Session()
-            verify, ca_bundle = _cloud.tls_settings(params)
-            session.verify = ca_bundle if (verify and ca_bundle) else bool(verify)
-            super().__init__(session)
-            self.timeout = _cloud.client_settings(params)["timeout"]
-
+    class Transport(google.auth.transport.requests.Request):
         def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
-            budget = attempt_budget(self.timeout)
+            budget = attempt_budget(limit)
             if budget <= 0:
                 raise google.auth.exceptions.TransportError("the discovery deadline has passed")
             return super().__call__(url, method=method, body=body, headers=headers,
                                     timeout=min(timeout or budget, budget), **kwargs)
+
+    limit = _cloud.client_settings(params)["timeout"]
+    session = requests.Session()
+    verify, ca_bundle = _cloud.tls_settings(params)
+    session.verify = ca_bundle if (verify and ca_bundle) else bool(verify)
+    return Transport(session)
 
 
 class _Metadata:
