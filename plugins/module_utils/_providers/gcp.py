@@ -109,7 +109,7 @@ class _Login:
 
 
 def _google_auth():
-    """google-auth, imported only by a run that uses it: an access token needs none of it (about 0.3 s)."""
+    """google-auth, imported only by a run that uses it: an access token needs none of it (docs/performance.md)."""
     # pylint: disable=import-outside-toplevel
     try:
         import google.auth.exceptions
