@@ -236,10 +236,11 @@ def test_instance_profile_credentials_from_imdsv2_sign_the_requests(fake_http, m
     topology, _warnings = discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]))
     assert topology.nodes["n1"].switch == "l"
     put, *gets = imds.server.requests
-    assert (put.method, put.path, put.headers["x-aws-ec2-metadata-token-ttl-seconds"]) == ("PUT", "/latest/api/token",
-                                                                                         "21600")
-    assert [(r.method, r.path) for r in gets] == [("GET", "/latest/meta-data/iam/security-credentials/"),
-                                                 ("GET", f"/latest/meta-data/iam/security-credentials/{ROLE}")]
+    ttl = put.headers["x-aws-ec2-metadata-token-ttl-seconds"]
+    assert (put.method, put.path, ttl) == ("PUT", "/latest/api/token", "21600")
+    assert [(r.method, r.path) for r in gets] == [
+        ("GET", "/latest/meta-data/iam/security-credentials/"),
+        ("GET", f"/latest/meta-data/iam/security-credentials/{ROLE}")]
     assert all(r.headers["x-aws-ec2-metadata-token"] == IMDS_SESSION_TOKEN for r in gets)
     signed = api.requests[0].headers
     assert signed["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={INSTANCE_CREDS['AccessKeyId']}/")

@@ -191,8 +191,8 @@ CREDENTIAL_CASES = [
 
 
 @pytest.mark.parametrize("case, creds, reply, message", CREDENTIAL_CASES, ids=[case[0] for case in CREDENTIAL_CASES])
-def test_a_refused_or_broken_credential_exchange_is_a_remote_api_error(fake_http, monkeypatch, tmp_path, sleeps,
-                                                                      case, creds, reply, message):
+def test_a_refused_or_broken_credential_exchange_is_a_remote_api_error(
+        fake_http, monkeypatch, tmp_path, sleeps, case, creds, reply, message):
     monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN", raising=False)
     server = fake_http(lambda request: reply)
     credentials = creds(server, tmp_path)

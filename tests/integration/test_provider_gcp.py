@@ -367,8 +367,8 @@ def test_an_expired_token_is_refreshed_by_the_authorized_session(fake_http, tmp_
     ('{"type": "service_account", "client_email": "x"}', "unusable 'service_account' credentials"),
     ('["a list"]', "is not a Google credentials document"),
 ], ids=["not-json", "key-without-private-key", "not-an-object"])
-def test_an_unusable_credentials_document_is_the_operators_error_without_its_content(document, message, tmp_path,
-                                                                                    no_ambient_credentials):
+def test_an_unusable_credentials_document_is_the_operators_error_without_its_content(
+        document, message, tmp_path, no_ambient_credentials):
     from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
     key_file = tmp_path / "key.json"
     key_file.write_text(document)
