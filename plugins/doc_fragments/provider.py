@@ -55,8 +55,7 @@ options:
           - 'For V(gcp): C(instances) (required), C(page_size) (default 500), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(project_id), C(api_url) (default
-            https://compute.googleapis.com), C(metadata_url) (default http://metadata.google.internal), C(invalid_nodes)
-            (default quarantine).'
+            https://compute.googleapis.com), C(invalid_nodes) (default quarantine).'
           - 'For V(oci): C(instances) (required), C(page_size) (default 100), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(compartment_id), C(identity_url) (default
@@ -89,7 +88,7 @@ options:
             or a non-ASCII character is refused before it is used; the error names it, never its value.
           - 'For V(netq): C(username), C(password).'
           - 'For V(aws): C(access_key_id), C(secret_access_key), C(session_token).'
-          - 'For V(gcp): C(access_token).'
+          - 'For V(gcp): C(access_token), C(credentials_json), C(credentials_file).'
           - 'For V(oci): C(tenancy_id), C(user_id), C(fingerprint), C(private_key), C(private_key_file), C(passphrase).'
           - 'For V(lambda): C(token), C(workspace_id).'
           - 'For V(nebius): C(iam_token).'

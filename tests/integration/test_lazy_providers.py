@@ -9,18 +9,21 @@ checks both halves: the task works (the provider was shipped) and nothing else w
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 
 import pytest
 import yaml
 
 from tests.ansible_run import REPO, recap, run_playbook
+from tests.integration.fake_apis import text_reply
 
 pytestmark = pytest.mark.playbook
 
 MODEL = REPO / "tests" / "fixtures" / "topograph" / "medium.yaml"
-NOT_IMPORTED = ("boto3", "botocore", "kubernetes", "grpc", "requests", "cryptography", "urllib3")
+NOT_IMPORTED = ("boto3", "botocore", "google", "kubernetes", "grpc", "requests", "cryptography", "urllib3")
 
 
 def _imported(log):
@@ -63,3 +66,32 @@ def test_a_task_imports_only_the_provider_it_names(task, provider_module, tmp_pa
     assert not sorted(name for name in imported if name.split(".")[0] in NOT_IMPORTED)
     nodes = re.search(r'result\.summary\.nodes"?: (\d+)', done.stdout)
     assert nodes and int(nodes.group(1)) > 0, done.stdout
+
+
+# What each cloud provider's run may import of the SDKs; every other SDK must stay out of it.
+CLOUD_SDKS = ("boto3", "botocore", "google", "grpc", "kubernetes", "oci", "nebius")
+LOADED = """
+import json, sys
+from tests.integration.fake_apis import discover
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import load
+load(sys.argv[1])
+if sys.argv[2] != "null":
+    discover(sys.argv[1], *json.loads(sys.argv[2]))
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules} & set(json.loads(sys.argv[3])))))
+"""
+
+
+def sdks_imported(name, run=None):
+    done = subprocess.run([sys.executable, "-c", LOADED, name, json.dumps(run), json.dumps(CLOUD_SDKS)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_cloud_provider_imports_its_own_sdk_only_and_gcp_with_a_token_imports_none(fake_http):
+    assert sdks_imported("aws") == ["boto3", "botocore"]
+    assert sdks_imported("gcp") == []  # google-auth is imported when a run needs it
+    api = fake_http(lambda request: text_reply('{"items": []}', content_type="application/json"))
+    params = {"instances": [{"region": "z", "instances": {"1": "n1"}}], "project_id": "p", "api_url": api.url}
+    assert sdks_imported("gcp", [params, {"access_token": "ya29.t"}]) == []
+    assert api.requests[0].headers["authorization"] == "Bearer ya29.t"

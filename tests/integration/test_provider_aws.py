@@ -10,11 +10,13 @@ from __future__ import annotations
 import boto3  # noqa: F401  # pylint: disable=unused-import
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
     Pages,
     discover,
+    json_reply,
     placement,
     slurm_topology_run,
     text_reply,
@@ -174,3 +176,131 @@ def playbook_case(start_http, start_grpc):
     return params(server, [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]), CREDS, [
         CREDS["secret_access_key"], CREDS["session_token"]], lambda: any(
         r.headers.get("x-amz-security-token") == CREDS["session_token"] for r in server.requests)
+
+
+# -- boto3's default credential chain: a local IMDSv2 and a shared credentials file -----------------------
+
+ROLE = "gpu-topology-reader"
+# What the instance role's credentials may hold: characters JSON, YAML, shells and Jinja treat specially.
+INSTANCE_CREDS = {"AccessKeyId": "ASIAIMDSROLEEXAMPLE", "SecretAccessKey": 'imds-secret/"q"\\b{{x}}%s$HOME+=',
+                  "Token": "IMDSSessionToken//{{ var }}'s\"q\"\\\\|`t`+="}
+IMDS_SESSION_TOKEN = "AQAEAImdsV2-session{{x}}\"'\\\\-token=="
+
+
+class Imds:
+    """IMDSv2 as the EC2 documentation defines it, IMDSv1 refused (the instance's HttpTokens=required).
+
+    ``PUT /latest/api/token`` with ``X-aws-ec2-metadata-token-ttl-seconds`` (1-21600) issues a session
+    token; every ``GET`` must carry it in ``X-aws-ec2-metadata-token`` (else 401); a PUT that came
+    through a proxy (``X-Forwarded-For``) is refused (403).
+    """
+
+    def __init__(self, fake_http, refuse_tokens=False):
+        self.refuse_tokens = refuse_tokens
+        self.server = fake_http(self.route)
+        self.url = self.server.url
+
+    def route(self, request):
+        if request.method == "PUT":
+            ttl = request.headers.get("x-aws-ec2-metadata-token-ttl-seconds", "")
+            if request.path != "/latest/api/token" or "x-forwarded-for" in request.headers or self.refuse_tokens:
+                return text_reply("", status=403)
+            if not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+                return text_reply("", status=400)
+            return text_reply(IMDS_SESSION_TOKEN, headers={"X-aws-ec2-metadata-token-ttl-seconds": ttl})
+        if request.headers.get("x-aws-ec2-metadata-token") != IMDS_SESSION_TOKEN:
+            return text_reply("", status=401)
+        if request.path == "/latest/meta-data/iam/security-credentials/":
+            return text_reply(ROLE)
+        if request.path == f"/latest/meta-data/iam/security-credentials/{ROLE}":
+            return json_reply(dict(INSTANCE_CREDS, Code="Success", LastUpdated="2026-12-02T04:00:00Z",
+                                   Type="AWS-HMAC", Expiration="2099-12-02T10:00:00Z"))
+        return text_reply("", status=404)
+
+
+def without_ambient_credentials(monkeypatch, tmp_path):
+    """boto3 sees no environment keys, profile, web identity, container or SSO credentials of this machine."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_EC2_METADATA_DISABLED", "AWS_EC2_METADATA_SERVICE_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+
+
+def test_instance_profile_credentials_from_imdsv2_sign_the_requests(fake_http, monkeypatch, tmp_path):
+    without_ambient_credentials(monkeypatch, tmp_path)
+    imds = Imds(fake_http)
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.url)
+    api = fake_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"])]))
+    topology, _warnings = discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]))
+    assert topology.nodes["n1"].switch == "l"
+    put, *gets = imds.server.requests
+    ttl = put.headers["x-aws-ec2-metadata-token-ttl-seconds"]
+    assert (put.method, put.path, ttl) == ("PUT", "/latest/api/token", "21600")
+    assert [(r.method, r.path) for r in gets] == [
+        ("GET", "/latest/meta-data/iam/security-credentials/"),
+        ("GET", f"/latest/meta-data/iam/security-credentials/{ROLE}")]
+    assert all(r.headers["x-aws-ec2-metadata-token"] == IMDS_SESSION_TOKEN for r in gets)
+    signed = api.requests[0].headers
+    assert signed["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={INSTANCE_CREDS['AccessKeyId']}/")
+    assert signed["x-amz-security-token"] == INSTANCE_CREDS["Token"]
+
+
+def test_the_local_imds_refuses_imdsv1(fake_http):
+    """IMDSv1 (a GET without a session token) is refused, so the test above proves boto3 spoke IMDSv2."""
+    import requests
+    imds = Imds(fake_http)
+    assert requests.get(f"{imds.url}/latest/meta-data/iam/security-credentials/", timeout=5).status_code == 401
+    assert requests.put(f"{imds.url}/latest/api/token", timeout=5,
+                        headers={"X-aws-ec2-metadata-token-ttl-seconds": "21600",
+                                 "X-Forwarded-For": "10.0.0.1"}).status_code == 403
+
+
+def test_without_a_session_token_no_instance_credentials_and_a_clear_error(fake_http, monkeypatch, tmp_path):
+    without_ambient_credentials(monkeypatch, tmp_path)
+    imds = Imds(fake_http, refuse_tokens=True)
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.url)
+    api = fake_http(lambda request: topology_reply([]))
+    with pytest.raises(RemoteAPIError, match=r"found no AWS credentials: the EC2 instance metadata service \(IMDS\) "
+                                             "gave none, no answer after") as info:
+        discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]))
+    assert not api.requests and IMDS_SESSION_TOKEN not in str(info.value)
+    # boto3 fell back to IMDSv1, which this IMDS refuses: nothing was signed.
+    assert [(r.method, r.path) for r in imds.server.requests][:2] == [
+        ("PUT", "/latest/api/token"), ("GET", "/latest/meta-data/iam/security-credentials/")]
+
+
+def test_a_named_profile_from_the_shared_credentials_file(fake_http, monkeypatch, tmp_path):
+    without_ambient_credentials(monkeypatch, tmp_path)
+    shared = tmp_path / "credentials"
+    shared.write_text("[default]\naws_access_key_id = AKIDDEFAULTPROFILE\naws_secret_access_key = d\n"
+                      "[topology]\naws_access_key_id = AKIDNAMEDPROFILE\naws_secret_access_key = profile-secret\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(shared))
+    api = fake_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"])]))
+    discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="topology"))
+    assert "Credential=AKIDNAMEDPROFILE/" in api.requests[0].headers["authorization"]
+    with pytest.raises(Exception, match="aws params.profile: The config profile \\(missing\\) could not be found"):
+        discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="missing"))
+
+
+def credential_chain_cases(start_http, tmp_path):
+    """Runs whose credentials boto3's chain finds (no creds given), for the -vvvv secret test."""
+    clean = {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+             "AWS_CONFIG_FILE": str(tmp_path / "no-config")}
+    imds = Imds(start_http)
+    api = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
+    instances = [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]
+    shared = tmp_path / "credentials"
+    profile_secret = 'profile-secret/"q"\\b{{x}}+='
+    shared.write_text(f"[topology]\naws_access_key_id = AKIDNAMEDPROFILE\naws_secret_access_key = {profile_secret}\n")
+    return [
+        {"id": "aws-imdsv2-instance-profile", "params": params(api, instances), "creds": {},
+         "environment": dict(clean, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url),
+         "secrets": [INSTANCE_CREDS["SecretAccessKey"], INSTANCE_CREDS["Token"], IMDS_SESSION_TOKEN],
+         "used": lambda: any(r.headers.get("x-amz-security-token") == INSTANCE_CREDS["Token"] for r in api.requests)},
+        {"id": "aws-shared-credentials-profile", "params": params(api, instances, profile="topology"), "creds": {},
+         "environment": dict(clean, AWS_SHARED_CREDENTIALS_FILE=str(shared), AWS_EC2_METADATA_DISABLED="true"),
+         "secrets": [profile_secret],
+         "used": lambda: any("Credential=AKIDNAMEDPROFILE/" in r.headers.get("authorization", "") for r in api.requests)},
+    ]

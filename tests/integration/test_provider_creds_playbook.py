@@ -8,6 +8,7 @@ may appear in stdout or stderr: not in the invocation echo, the result, warnings
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
-from tests.ansible_run import run_playbook
+from tests.ansible_run import ansible_env, run_playbook
 
 
 def _end_to_end_tests():
@@ -98,3 +99,54 @@ def test_a_credential_with_a_newline_crlf_or_non_ascii_character_fails_without_s
     for secret in secrets:
         # Not the value, not its start (requests would quote 'Bearer <token>\\n' with the escape).
         assert secret[:12] not in output, f"a {name} secret appears in the -vvvv output"
+
+
+# -- credentials the provider's SDK finds itself (a credential chain), for each form it handles ------------------
+
+# Providers whose end-to-end test gives credential_chain_cases(start_http, tmp_path): a list of
+# {id, params, creds, environment, secrets, used[, fails]}.
+CHAIN_MODULES = {name: module for name, module in _end_to_end_tests().items()
+                 if hasattr(module, "credential_chain_cases")}
+CHAIN_CASE_IDS = {"aws": ["aws-imdsv2-instance-profile", "aws-shared-credentials-profile"],
+                  "gcp": ["gcp-service-account-key-file", "gcp-service-account-key-inline",
+                          "gcp-workload-identity-federation", "gcp-metadata-server", "gcp-metadata-server-refuses"]}
+# Variables of the machine running the tests that would give the SDKs other credentials.
+AMBIENT = ("AWS_", "GOOGLE_", "CLOUDSDK_", "GCE_")
+
+
+def printed_forms(secret):
+    """A secret as the output could show it: as it is, JSON-escaped, Python-quoted, and its longest plain run
+    (which survives any escaping of the special characters around it: a bytes repr inside a repr, say)."""
+    plain = max(re.findall(r"[A-Za-z0-9+/=._-]+", secret), key=len, default="")
+    return {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1]} | ({plain} if len(plain) >= 8 else set())
+
+
+@pytest.mark.parametrize("name, case_id", [(name, case) for name, cases in sorted(CHAIN_CASE_IDS.items())
+                                           for case in cases])
+def test_credentials_from_the_chain_never_appear_in_verbose_output_or_the_log(name, case_id, fake_http, tmp_path):
+    case = next(case for case in CHAIN_MODULES[name].credential_chain_cases(fake_http, tmp_path) if case["id"] == case_id)
+    playbook = tmp_path / "discover.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": f"Discover with {name}", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Discover", "aifactory.topology.topology_info": {
+            "provider": {"name": name, "params": case["params"], "creds": case["creds"]}},
+            "register": "found", "ignore_errors": True},
+            {"name": "Show", "ansible.builtin.debug": {"var": "found"}}],
+    }]))
+    log = tmp_path / "ansible.log"
+    environment = {key: value for key, value in ansible_env().items() if not key.startswith(AMBIENT)}
+    result = run_playbook("-vvvv", "-i", "localhost,", "-c", "local",
+                          "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook, timeout=300,
+                          env=dict(environment, ANSIBLE_LOG_PATH=str(log), **case["environment"]))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert case["used"]()  # the credential reached the server
+    if case.get("fails"):
+        assert "GCP credentials from the GCE metadata server: the token request was refused" in output, output
+    else:
+        assert re.search(r'\bnodes_without_domain"?: \d+', result.stdout), result.stdout
+    logged = log.read_text(errors="replace")
+    assert "Discover" in logged
+    for secret in case["secrets"]:
+        for form in printed_forms(secret):
+            assert form not in output and form not in logged, f"a {name} secret ({case_id}) appears in the output"

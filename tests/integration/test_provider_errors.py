@@ -8,13 +8,25 @@ server's answer belongs in this table.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from tests.integration.fake_apis import NO_WAIT, GrpcAbort, discover, json_reply, text_reply
 from tests.integration.test_provider_aws import CREDS as AWS_CREDS
-from tests.integration.test_provider_aws import error_reply, instance_xml, topology_reply
+from tests.integration.test_provider_aws import Imds, error_reply, instance_xml, topology_reply, without_ambient_credentials
+from tests.integration.test_provider_gcp import (
+    METADATA_TOKEN,
+    SUBJECT_TOKEN,
+    discover_in_process,
+    federation_document,
+    metadata_environment,
+    metadata_server,
+    service_account_key,
+    signing_key,
+)
 from tests.integration.test_provider_nscale import offset_route
 from tests.integration.test_provider_nebius import METHOD as NEBIUS_METHOD
 from tests.integration.test_provider_nebius import PROJECT as NEBIUS_PROJECT
@@ -30,11 +42,6 @@ def aws(server):
 
 def gcp(server):
     return dict(NO_WAIT, instances=[{"region": "us-central1-a", "instances": ONE}], project_id="p", api_url=server.url)
-
-
-def gcp_metadata(server):
-    return dict(NO_WAIT, instances=[{"region": "us-central1-a", "instances": ONE}], api_url=server.url,
-                metadata_url=server.url)
 
 
 def lambda_cloud(server):
@@ -68,8 +75,6 @@ HTTP_CASES = [
     ("gcp-items-not-a-list", "gcp", gcp, {"access_token": "t"}, json_reply({"items": "x"}), "items is not a list", None),
     ("gcp-instance-without-id", "gcp", gcp, {"access_token": "t"}, json_reply({"items": [{"name": "vm"}]}),
      "an instance without id", None),
-    ("gcp-metadata-without-token", "gcp", gcp_metadata, {}, json_reply({"token_type": "Bearer"}),
-     "the GCE metadata server returned no access_token", None),
     ("lambda-not-an-envelope", "lambda", lambda_cloud, {"token": "t"}, json_reply({"data": "x"}),
      "expected the envelope", None),
     ("lambda-bad-page-token", "lambda", lambda_cloud, {"token": "t"}, json_reply({"data": [], "page_token": 5}),
@@ -151,3 +156,74 @@ def test_one_malformed_instance_record_quarantines_that_node_and_the_others_are_
     assert [w for w in warnings if w.startswith("1 nodes quarantined (left out of the map): n1 (")]
     assert list(topology.quarantined) == ["n1"] and topology.quarantined["n1"].source == name
     assert reason in topology.quarantined["n1"].reason
+
+
+def gcp_key_creds(server, _tmp_path):
+    return {"credentials_json": json.dumps(service_account_key(server))}
+
+
+def gcp_federation_creds(server, tmp_path):
+    subject = tmp_path / "subject-token"
+    subject.write_text(SUBJECT_TOKEN)
+    config = tmp_path / "federation.json"
+    config.write_text(json.dumps(federation_document(server, subject)))
+    return {"credentials_file": str(config)}
+
+
+# A credential exchange refused or broken (the token endpoint, STS): (id, creds from the server, reply, message part)
+CREDENTIAL_CASES = [
+    ("gcp-token-endpoint-refuses-the-assertion", gcp_key_creds,
+     json_reply({"error": "invalid_grant", "error_description": "Invalid JWT Signature."}, status=400),
+     r"GCP credentials from creds.credentials_json: the token request was refused \(RefreshError\): "
+     r"'?invalid_grant: Invalid JWT Signature."),
+    ("gcp-token-endpoint-answers-no-token", gcp_key_creds, json_reply({"token_type": "Bearer"}),
+     "GCP credentials from creds.credentials_json: the token request was refused"),
+    ("gcp-sts-refuses-the-exchange", gcp_federation_creds,
+     json_reply({"error": "invalid_grant", "error_description": "The audience does not match."}, status=400),
+     r"GCP credentials from creds.credentials_file \(.*federation.json\): the token request was refused "
+     r"\(OAuthError\): .*The audience does not match"),
+    ("gcp-sts-echoes-the-subject-token", gcp_federation_creds,
+     json_reply({"error": "invalid_grant", "error_description": f"Unable to parse {SUBJECT_TOKEN}."}, status=400),
+     r"the token request was refused \(OAuthError\): 'Error code invalid_grant: Unable to parse \*\*\*\.'"),
+    ("gcp-sts-answers-html", gcp_federation_creds, text_reply("<html>proxy error</html>", status=502),
+     "GCP credentials from creds.credentials_file"),
+]
+
+
+@pytest.mark.parametrize("case, creds, reply, message", CREDENTIAL_CASES, ids=[case[0] for case in CREDENTIAL_CASES])
+def test_a_refused_or_broken_credential_exchange_is_a_remote_api_error(
+        fake_http, monkeypatch, tmp_path, sleeps, case, creds, reply, message):
+    monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN", raising=False)
+    server = fake_http(lambda request: reply)
+    credentials = creds(server, tmp_path)
+    with pytest.raises(RemoteAPIError, match=message) as info:
+        discover("gcp", gcp(server), credentials)
+    assert not isinstance(info.value, TopologyError), case
+    assert signing_key()[0].splitlines()[1] not in str(info.value) and SUBJECT_TOKEN not in str(info.value)
+    assert all(request.path in ("/token", "/v1/token") for request in server.requests)  # no API call without a token
+
+
+@pytest.mark.parametrize("token_status, message", [
+    (403, "the token request was refused (RefreshError): 'Failed to retrieve http://"),
+    # google-auth retries a 5xx with its own backoff: the request timeout (twice, for the first token) ends it.
+    (500, "no token within 2 s"),
+], ids=["metadata-refuses-the-token", "metadata-fails"])
+def test_a_metadata_server_that_gives_no_token_is_a_remote_api_error(fake_http, tmp_path, token_status, message):
+    meta = metadata_server(fake_http, token_status=token_status)
+    api = fake_http(lambda request: json_reply({}))
+    result, output = discover_in_process(dict(gcp(api), project_id="p", timeout=1), {},
+                                         metadata_environment(meta, tmp_path))
+    assert result["error"] == "RemoteAPIError", output
+    assert result["message"].startswith(f"GCP credentials from the GCE metadata server: {message}"), output
+    assert METADATA_TOKEN not in output and "refused, not" not in output
+    assert not api.requests
+
+
+def test_an_imds_that_refuses_session_tokens_is_a_remote_api_error(fake_http, monkeypatch, tmp_path):
+    without_ambient_credentials(monkeypatch, tmp_path)
+    imds = Imds(fake_http, refuse_tokens=True)
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.url)
+    server = fake_http(lambda request: topology_reply([]))
+    with pytest.raises(RemoteAPIError, match=r"the EC2 instance metadata service \(IMDS\) gave none") as info:
+        discover("aws", aws(server), {})
+    assert not isinstance(info.value, TopologyError) and not server.requests

@@ -145,9 +145,10 @@ def tls_settings(params):
     return params["validate_certs"], params.get("ca_bundle")
 
 
-def http_client(params, base_url, headers=None, auth=None):
+def http_client(params, base_url, headers=None, auth=None, session=None):
+    """An HttpClient with the provider's settings; ``session`` is a requests session to send through."""
     verify, ca_bundle = tls_settings(params)
-    return HttpClient(base_url, headers=headers, auth=auth, verify=verify, ca_bundle=ca_bundle,
+    return HttpClient(base_url, headers=headers, auth=auth, verify=verify, ca_bundle=ca_bundle, session=session,
                       **client_settings(params))
 
 

@@ -212,19 +212,25 @@ AWS_CREDS = {
 }
 
 GCP_API_URL = "https://compute.googleapis.com"
-GCP_METADATA_URL = "http://metadata.google.internal"
 GCP_PARAMS = _cloud_params(500, "`maxResults` (500 is the API's maximum)", {
     "project_id": {"type": "str",
-                   "description": "The project; else `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, else the metadata "
-                                  "server."},
+                   "description": "The project; else `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, else the "
+                                  "credentials document's `project_id`, else the metadata server."},
     "api_url": {"type": "str", "default": GCP_API_URL,
                 "description": "Another endpoint (Private Service Connect, a test server)."},
-    "metadata_url": {"type": "str", "default": GCP_METADATA_URL, "description": "The metadata server."},
 }, region="zone (as in Topograph)")
 GCP_CREDS = {
     "access_token": {"type": "str", "no_log": True,
-                     "description": "An OAuth access token (`gcloud auth print-access-token`); else "
-                                    "`GOOGLE_OAUTH_ACCESS_TOKEN`, else the metadata server's token."},
+                     "description": "An OAuth access token (`gcloud auth print-access-token`), sent as given; else "
+                                    "`GOOGLE_OAUTH_ACCESS_TOKEN`. Without one, Application Default Credentials "
+                                    "apply: `credentials_json`, `credentials_file`, `GOOGLE_APPLICATION_CREDENTIALS`, "
+                                    "gcloud's `application_default_credentials.json`, else the metadata server."},
+    "credentials_json": {"type": "str", "no_log": True,
+                         "description": "A Google credentials document (JSON): a service-account key, a workload "
+                                        "identity federation configuration (`external_account`), an "
+                                        "`authorized_user`."},
+    "credentials_file": {"type": "path",
+                         "description": "Or its path; else `GOOGLE_APPLICATION_CREDENTIALS`."},
 }
 
 OCI_IDENTITY_URL = "https://identity.{region}.oraclecloud.com"

@@ -14,6 +14,8 @@ chain applies (``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``, IRSA, Pod Identity, th
 
 from __future__ import annotations
 
+import logging
+
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import (
     attempt_budget,
     call_within,
@@ -74,11 +76,51 @@ def _session(params, creds):
         raise TopologyError("the aws provider needs both creds.access_key_id and creds.secret_access_key, or neither "
                             "(then boto3's default credential chain applies)")
     try:
-        return boto3.session.Session(aws_access_key_id=access_key, aws_secret_access_key=secret_key,
-                                     aws_session_token=_cloud.secret(creds, "session_token"),
-                                     profile_name=_cloud.setting(params, "profile"))
+        session = boto3.session.Session(aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+                                        aws_session_token=_cloud.secret(creds, "session_token"),
+                                        profile_name=_cloud.setting(params, "profile"))
     except botocore.exceptions.ProfileNotFound as exc:
         raise TopologyError(f"aws params.profile: {exc}") from None
+    if not access_key:
+        _resolve_chain(session)
+    return session
+
+
+class _ImdsFailures(logging.Handler):
+    """botocore's instance metadata fetcher logs its failures (debug) and returns nothing: count them."""
+
+    # The log templates (never their arguments, which may hold a response) of an IMDS that refused or broke.
+    TEMPLATES = {"Max number of attempts exceeded": "no answer after botocore's attempts (a refused or missing "
+                                                    "IMDSv2 session token, or HTTP errors)",
+                 "Bad IMDS request": "it refused the request as bad (HTTP 400)",
+                 "Error response received": "it answered with an error instead of the role's credentials"}
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.reasons = []
+
+    def emit(self, record):
+        template = str(record.msg)
+        self.reasons += [reason for start, reason in self.TEMPLATES.items() if template.startswith(start)]
+
+
+def _resolve_chain(session):
+    """Resolve boto3's default chain now, so that an instance metadata service that failed is named."""
+    logger = logging.getLogger("botocore.utils")
+    handler, level = _ImdsFailures(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        credentials = session.get_credentials()
+    except botocore.exceptions.BotoCoreError as exc:  # a broken profile, web identity or container source
+        raise RemoteAPIError(f"boto3's credential chain failed: {exc.__class__.__name__}") from None
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    if credentials is None and handler.reasons:
+        raise RemoteAPIError("the aws provider found no AWS credentials: the EC2 instance metadata service (IMDS) "
+                             f"gave none, {handler.reasons[0]}; check the instance profile and the IMDS hop limit, "
+                             "or set creds")
 
 
 def _client(session, params, region):

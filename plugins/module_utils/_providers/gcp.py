@@ -7,45 +7,62 @@ As in Topograph, each request entry's ``region`` is the **zone** listed. Tiers, 
 choice). An instance missing any of the three has no topology data. Instance ids are the
 numeric ``id`` (what the metadata server's ``instance/id`` returns), not names.
 
-params: ``instances``, ``project_id`` (else ``GOOGLE_CLOUD_PROJECT``/``CLOUDSDK_CORE_PROJECT``,
-else the metadata server), ``api_url`` (default https://compute.googleapis.com), ``metadata_url``.
-creds: ``access_token`` (else ``GOOGLE_OAUTH_ACCESS_TOKEN``, else the metadata server's token
-for the VM's service account).
+Credentials, the first that is set: ``creds.access_token`` (else ``GOOGLE_OAUTH_ACCESS_TOKEN``),
+sent as it is; else google-auth's credentials from a JSON credentials document,
+``creds.credentials_json``, ``creds.credentials_file``, ``GOOGLE_APPLICATION_CREDENTIALS`` or
+gcloud's application default credentials file (a service-account key, workload identity
+federation's ``external_account``, an ``authorized_user``...); else the metadata server's token
+(``GCE_METADATA_HOST`` moves it). The Compute API is called through google-auth's
+``AuthorizedSession`` (which refreshes an expiring token) inside the collection's HTTP client
+(its retries, timeouts and deadline). The project: ``params.project_id``, else
+``GOOGLE_CLOUD_PROJECT``/``CLOUDSDK_CORE_PROJECT``, else the credentials document's
+``project_id``, else the metadata server, as Topograph.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 from urllib.parse import quote
 
-from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
     NodeDataError,
     RemoteAPIError,
     TopologyError,
+    clip,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import InputFileError, read_text
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "gcp"
 DEFAULT_API_URL = _specs.GCP_API_URL
-DEFAULT_METADATA_URL = _specs.GCP_METADATA_URL
+DEFAULT_METADATA_HOST = "metadata.google.internal"
 DEFAULT_PAGE_SIZE = _specs.GCP_PARAMS["page_size"]["default"]  # maxResults: the API's maximum
 FIELDS = "items(id,name,resourceStatus/physicalHostTopology),nextPageToken"
+SCOPES = ("https://www.googleapis.com/auth/compute.readonly",)
+# A credentials document is a few KiB; anything far larger is not one.
+MAX_CREDENTIALS_BYTES = 1 << 20
+CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
+METADATA_SOURCE = "the GCE metadata server"
 
 
 def discover(params, creds, warn):
     zones, placed = _cloud.placements(params, NAME)
-    metadata = _Metadata(params)
-    token = _cloud.secret(creds, "access_token", env=("GOOGLE_OAUTH_ACCESS_TOKEN",)) or metadata.token()
+    login = _login(params, creds)
     project = _cloud.setting(params, "project_id", env=("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT")) \
-        or metadata.project()
+        or login.project or _Metadata(params).project()
     client = _cloud.http_client(params, _cloud.setting(params, "api_url", DEFAULT_API_URL),
-                                headers={"Authorization": f"Bearer {token}"})
+                                headers=login.headers, session=login.session)
     size = _cloud.page_size(params, DEFAULT_PAGE_SIZE, warn, maximum=DEFAULT_PAGE_SIZE)
     for zone, _mapping in zones:
         path = f"/compute/v1/projects/{quote(project, safe='')}/zones/{quote(zone, safe='')}/instances"
-        for item in paginate(lambda token: _page(client, path, size, token)):
-            _place(placed, item, zone)
+        with login.refusals():
+            for item in paginate(lambda token: _page(client, path, size, token)):
+                _place(placed, item, zone)
     return placed.topology(warn)
 
 
@@ -76,34 +93,221 @@ def _place(placed, item, zone):
             placed.add(str(item["id"]), tiers, domain=topology["subblock"])
 
 
+# -- credentials ----------------------------------------------------------------------------
+
+class _Login:
+    """How requests are authorised: a fixed Bearer header, or google-auth credentials in a session."""
+
+    def __init__(self, headers=None, session=None, project=None, source="", secrets=()):
+        self.headers, self.session, self.project, self.source = headers, session, project, source
+        self.secrets = [value for value in secrets if value]
+
+    def refusals(self):
+        if self.session is None:  # a fixed token: HTTP errors only
+            return contextlib.nullcontext()
+        return _refusals(self.source, self.secrets)
+
+
+def _google_auth():
+    """google-auth, imported only by a run that uses it: an access token needs none of it (docs/performance.md)."""
+    # pylint: disable=import-outside-toplevel
+    try:
+        import google.auth.exceptions
+        import google.auth.transport.requests
+    except ImportError:
+        raise TopologyError("the gcp provider needs the Python library 'google-auth' on the host that runs it "
+                            "(or creds.access_token)") from None
+    return google
+
+
+def _login(params, creds):
+    token = _cloud.secret(creds, "access_token", env=("GOOGLE_OAUTH_ACCESS_TOKEN",))
+    if token:  # no google-auth needed: the token is sent as given
+        return _Login(headers={"Authorization": f"Bearer {token}"})
+    google = _google_auth()
+    transport = _transport(params)
+    document, source = _credentials_document(creds)
+    secrets = _known_secrets(document)
+    if document is None:
+        import google.auth.compute_engine  # pylint: disable=import-outside-toplevel
+        source = METADATA_SOURCE
+        credentials = google.auth.compute_engine.Credentials()
+        project = None
+    else:
+        credentials = _from_document(document, source)
+        project = document.get("project_id") or document.get("quota_project_id") or None
+    with _refusals(source, secrets):
+        # The first token now, within the request timeout: a refusal fails here with its reason.
+        budget = attempt_budget(_cloud.client_settings(params)["timeout"] * 2)
+        try:
+            call_within(lambda: credentials.refresh(transport), budget)
+        except TimeoutError:
+            raise RemoteAPIError(f"GCP credentials from {source}: no token within {budget:g} s"
+                                 f"{_hint(source)}") from None
+    session = google.auth.transport.requests.AuthorizedSession(credentials, auth_request=transport)
+    return _Login(session=session, project=project if isinstance(project, str) else None, source=source,
+                  secrets=secrets)
+
+
+def _credentials_document(creds):
+    """(the parsed JSON credentials document, where it came from), or (None, None) for the metadata server."""
+    inline = _cloud.secret(creds, "credentials_json", multiline=True)
+    if inline:
+        return _parse(inline, "creds.credentials_json"), "creds.credentials_json"
+    path, source = creds.get("credentials_file"), "creds.credentials_file"
+    if not path and os.environ.get(CREDENTIALS_ENV):
+        path, source = os.environ[CREDENTIALS_ENV], f"the environment variable {CREDENTIALS_ENV}"
+    if not path:
+        # gcloud auth application-default login's file, where application default credentials look.
+        config = os.environ.get("CLOUDSDK_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "gcloud")
+        candidate = os.path.join(config, "application_default_credentials.json")
+        if not os.path.isfile(candidate):
+            return None, None
+        path, source = candidate, "gcloud's application default credentials"
+    try:
+        text = read_text(path, source, max_bytes=MAX_CREDENTIALS_BYTES)
+    except InputFileError as exc:
+        raise TopologyError(str(exc)) from None
+    return _parse(text, f"{source} ({path})"), f"{source} ({path})"
+
+
+def _known_secrets(document):
+    """What a server's error might echo and no message may repeat: the key, a file-sourced subject token."""
+    if not document:
+        return []
+    secrets = [document.get("private_key")]
+    source = document.get("credential_source")
+    if isinstance(source, dict) and isinstance(source.get("file"), str):
+        try:
+            text = read_text(source["file"], "credential_source.file", path_is_secret=True,
+                             max_bytes=MAX_CREDENTIALS_BYTES)
+        except InputFileError:
+            text = ""  # google-auth reports the unreadable file itself
+        secrets += [text, text.strip()] + _json_strings(text)
+    return sorted({value for value in secrets if isinstance(value, str) and len(value) >= 4}, key=len, reverse=True)
+
+
+def _json_strings(text):
+    """The string values of a JSON subject token file (format type json), if it is one."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return []
+    return [value for value in document.values() if isinstance(value, str)] if isinstance(document, dict) else []
+
+
+def _parse(text, source):
+    try:
+        document = json.loads(text)
+    except ValueError:
+        # Never the parser's message: it quotes the text around the error (part of a key).
+        raise TopologyError(f"{source} is not JSON (the content is not shown)") from None
+    if not isinstance(document, dict) or not isinstance(document.get("type"), str):
+        raise TopologyError(f"{source} is not a Google credentials document (a JSON object with a type)")
+    return document
+
+
+def _from_document(document, source):
+    """google-auth credentials for the document's ``type``, with the Compute read-only scope.
+
+    Each type through its own loader (google-auth's advice for configurations of known types).
+    """
+    kind = document["type"]
+    google = _google_auth()
+    # pylint: disable=import-outside-toplevel
+    try:
+        if kind == "external_account":
+            # google.auth.load_credentials_from_dict would also look the project up in Cloud Resource
+            # Manager (a request we neither need nor bound): the federation types are built directly.
+            credential_source = document.get("credential_source") or {}
+            if not isinstance(credential_source, dict):
+                raise TopologyError(f"{source}: credential_source must be an object")
+            if str(credential_source.get("environment_id", "")).startswith("aws"):
+                from google.auth import aws as federation
+            elif "executable" in credential_source:
+                from google.auth import pluggable as federation
+            else:
+                from google.auth import identity_pool as federation
+            return federation.Credentials.from_info(document, scopes=list(SCOPES))
+        if kind == "service_account":
+            from google.oauth2 import service_account
+            return service_account.Credentials.from_service_account_info(document, scopes=list(SCOPES))
+        if kind == "authorized_user":
+            from google.oauth2 import credentials
+            return credentials.Credentials.from_authorized_user_info(document, scopes=list(SCOPES))
+    except (google.auth.exceptions.DefaultCredentialsError, ValueError, TypeError, KeyError) as exc:
+        # google-auth names the missing or malformed field; a key's bytes are never in its messages.
+        raise TopologyError(f"{source}: unusable {kind!r} credentials: {clip(str(exc), 200)}") from None
+    raise TopologyError(f"{source}: credentials of type {clip(kind)} are not supported; use a service_account key, "
+                        "an external_account (workload identity federation) or authorized_user document")
+
+
+@contextlib.contextmanager
+def _refusals(source, secrets):
+    """Turn google-auth's errors into RemoteAPIError (a refused or failed token request); no secret shown."""
+    google = _google_auth()
+    try:
+        yield
+    except google.auth.exceptions.GoogleAuthError as exc:
+        reason = _reason(exc)
+        for secret in secrets:
+            reason = reason.replace(secret, "***")
+        refused = isinstance(exc, (google.auth.exceptions.RefreshError, google.auth.exceptions.OAuthError))
+        raise RemoteAPIError(f"GCP credentials from {source}: the token request "
+                             f"{'was refused' if refused else 'failed'} ({exc.__class__.__name__}): "
+                             f"{clip(reason, 300)}{_hint(source)}") from None
+
+
+def _hint(source):
+    if source != METADATA_SOURCE:
+        return ""
+    return "; off GCE, set creds.access_token, creds.credentials_file or GOOGLE_APPLICATION_CREDENTIALS"
+
+
+def _reason(exc):
+    """google-auth's own words: the innermost message of an error that wraps another, without a response body."""
+    while exc.args and isinstance(exc.args[0], Exception):
+        exc = exc.args[0]
+    reason = str(exc.args[0]) if exc.args else exc.__class__.__name__
+    # The metadata client appends the response body: not repeated (what a server sends back is not shown).
+    return reason.split(" Response:", 1)[0]
+
+
+def _transport(params):
+    """google-auth's requests transport, held to params.timeout, the deadline and the TLS settings."""
+    google = _google_auth()
+    import requests  # pylint: disable=import-outside-toplevel
+
+    class Transport(google.auth.transport.requests.Request):
+        def __call__(self, url, method="GET", body=None, headers=None, timeout=None, **kwargs):
+            budget = attempt_budget(limit)
+            if budget <= 0:
+                raise google.auth.exceptions.TransportError("the discovery deadline has passed")
+            return super().__call__(url, method=method, body=body, headers=headers,
+                                    timeout=min(timeout or budget, budget), **kwargs)
+
+    limit = _cloud.client_settings(params)["timeout"]
+    session = requests.Session()
+    verify, ca_bundle = _cloud.tls_settings(params)
+    session.verify = ca_bundle if (verify and ca_bundle) else bool(verify)
+    return Transport(session)
+
+
 class _Metadata:
-    """The GCE metadata server, asked only when the token or project is not given."""
+    """The GCE metadata server's project id, asked only when nothing else names the project."""
 
     def __init__(self, params):
         self.params = params
-        self._client = None
-
-    def _get(self, path):
-        if self._client is None:
-            base = _cloud.setting(self.params, "metadata_url", DEFAULT_METADATA_URL)
-            self._client = _cloud.http_client(self.params, base, headers={"Metadata-Flavor": "Google"})
-        try:
-            return self._client.request("GET", f"/computeMetadata/v1/{path}")
-        except AifactoryTopologyError as exc:
-            raise TopologyError(f"the gcp provider needs creds.access_token (or GOOGLE_OAUTH_ACCESS_TOKEN) and "
-                                f"params.project_id when not on a GCE VM; the metadata server failed: {exc}") from None
-
-    def token(self):
-        try:
-            token = self._get("instance/service-accounts/default/token").json()["access_token"]
-        except (ValueError, KeyError, TypeError):
-            raise RemoteAPIError("the GCE metadata server returned no access_token") from None
-        if not isinstance(token, str) or not token:
-            raise RemoteAPIError("the GCE metadata server returned an empty access_token")
-        return token
 
     def project(self):
-        project = self._get("project/project-id").text.strip()
+        host = os.environ.get("GCE_METADATA_HOST") or os.environ.get("GCE_METADATA_ROOT") or DEFAULT_METADATA_HOST
+        client = _cloud.http_client(self.params, f"http://{host}", headers={"Metadata-Flavor": "Google"})
+        try:
+            project = client.request("GET", "/computeMetadata/v1/project/project-id").text.strip()
+        except AifactoryTopologyError as exc:
+            raise RemoteAPIError(f"the gcp provider needs params.project_id (or GOOGLE_CLOUD_PROJECT) when neither "
+                                 f"the credentials nor a GCE metadata server name the project; the metadata server "
+                                 f"failed: {exc}") from None
         if not project:
             raise RemoteAPIError("the GCE metadata server returned an empty project id")
         return project
