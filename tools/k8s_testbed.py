@@ -67,7 +67,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -78,6 +77,7 @@ import urllib.request
 from pathlib import Path
 
 from build_progress import heartbeat
+from ports import free_port  # noqa: F401 (also the tests' free_port)
 
 K8S_VERSION = os.environ.get("AIFACTORY_K8S_VERSION", "v1.36.3")
 # etcd server module: 3.6 is what k8s 1.36 is tested with (its client is v3.6.x).
@@ -504,12 +504,6 @@ def write_kubeconfig(path: Path, server: str, ca_file: Path, user: str, cert_fil
 
 
 # -- processes --------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def _tail(path: Path, lines: int = 40) -> str:
     try:

@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 from build_progress import heartbeat
+from ports import free_port
 
 DEBIAN_MIRROR = os.environ.get("AIFACTORY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # lua5.1: Slurm's cli_filter_lua.so links Lua 5.1, so cli_filter.lua is checked with luac5.1.
@@ -316,12 +316,6 @@ def slurmctld(root: Path, files: dict[str, str]):
                         process.wait()
                 shutil.rmtree(own_socket_dir, ignore_errors=True)
             subprocess.run(["rm", "-rf", "--one-file-system", str(run_dir)], check=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def slurm_conf(nodes, *, plugin=None, partitions=None) -> str:
