@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import base64
 import re
+import time
+
+import jwt
 
 import pytest
 from cryptography.exceptions import InvalidSignature
@@ -42,20 +45,24 @@ CREDS = {"tenancy_id": TENANCY, "user_id": USER, "fingerprint": FINGERPRINT, "pr
 AD1, AD2 = "Uocm:PHX-AD-1", "Uocm:PHX-AD-2"
 
 
-def signature_problem(request):
-    """None when the request carries a valid OCI signature by KEY; else what is wrong."""
-    match = re.fullmatch(r'Signature version="1",keyId="([^"]+)",algorithm="rsa-sha256",headers="([^"]+)",'
-                         r'signature="([^"]+)"', request.headers.get("authorization", ""))
-    if not match:
+def signature_problem(request, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
+    """None when the request carries a valid OCI signature by ``key`` under ``key_id``; else what is wrong.
+
+    The draft-cavage form the OCI SDK sends: ``Signature`` then ``name="value"`` parameters in any order.
+    """
+    header = request.headers.get("authorization", "")
+    if not header.startswith("Signature "):
         return "no Signature authorization header"
-    key_id, names, signature = match.groups()
-    if key_id != f"{TENANCY}/{USER}/{FINGERPRINT}" or names.split() != ["date", "(request-target)", "host"]:
-        return f"unexpected keyId or signed headers: {key_id} {names}"
+    fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
+    names = fields.get("headers", "").split()
+    if fields.get("keyId") != key_id or fields.get("algorithm") != "rsa-sha256" or fields.get("version") != "1" \
+            or names != ["date", "(request-target)", "host"]:
+        return f"unexpected keyId, algorithm or signed headers: {fields.get('algorithm')} {names}"
     lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
-             else f"{name}: {request.headers[name]}" for name in names.split()]
+             else f"{name}: {request.headers[name]}" for name in names]
     try:
-        KEY.public_key().verify(base64.b64decode(signature), "\n".join(lines).encode(), padding.PKCS1v15(),
-                                hashes.SHA256())
+        key.public_key().verify(base64.b64decode(fields.get("signature", "")), "\n".join(lines).encode(),
+                                padding.PKCS1v15(), hashes.SHA256())
     except InvalidSignature:
         return "the signature does not verify"
     return None
@@ -79,9 +86,9 @@ HOSTS = {
 }
 
 
-def make_route(pages=None):
+def make_route(pages=None, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
     def route(request):
-        problem = signature_problem(request)
+        problem = signature_problem(request, key, key_id)
         if problem:
             return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
         path = request.path.split("/20160918", 1)[-1]
@@ -173,7 +180,7 @@ def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
 
 def test_5xx_retries_are_bounded(fake_http, sleeps):
     server = fake_http(make_route({"p2": json_reply({"code": "ServiceUnavailable"}, 503)}))
-    with pytest.raises(Exception, match=r"/us-phoenix-1/iaas/20160918/computeHosts: HTTP 503 after 2 attempts"):
+    with pytest.raises(Exception, match=r"OCI ListComputeHosts in Uocm:PHX-AD-1: HTTP 503 after 2 attempts"):
         discover("oci", dict(params(server), retry_attempts=2), CREDS)
 
 
@@ -200,6 +207,81 @@ def test_credentials_from_the_oci_cli_environment(fake_http, monkeypatch, tmp_pa
     server = fake_http(make_route())
     topology, _warnings = discover("oci", params(server))
     assert topology.nodes["gb-n01"].switch == "lb-1"
+
+
+SESSION_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+# A session token or RPST is a JWT; the SDK reads its claims (tenancy, expiry) unverified, the API verifies it.
+SESSION_TOKEN = jwt.encode({"sub": USER, "tenant": TENANCY, "res_tenant": TENANCY, "res_compartment": TENANCY,
+                            "exp": int(time.time()) + 3600, "iat": int(time.time())}, "a test key that only the fake API would hold, 32+ bytes",
+                           algorithm="HS256")
+# A passphrase with the characters a config file, a shell or a YAML scalar treat specially.
+ODD_PASSPHRASE = 'p%s"\\$HOME {{ x }} #;=\''
+
+
+def pem(key, passphrase=None):
+    encryption = serialization.BestAvailableEncryption(passphrase.encode()) if passphrase else \
+        serialization.NoEncryption()
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption).decode()
+
+
+def config_file(tmp_path, text):
+    path = tmp_path / "oci-config"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_config_file_profile_signs_with_its_key_and_the_passphrase_from_creds(fake_http, tmp_path):
+    key_file = tmp_path / "api_key.pem"
+    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
+    path = config_file(tmp_path, f"[DEFAULT]\nregion=us-ashburn-1\n\n[TOPOLOGY]\nuser={USER}\n"
+                                 f"fingerprint={FINGERPRINT}\ntenancy={TENANCY}\nkey_file={key_file}\n")
+    server = fake_http(make_route())
+    topology, _warnings = discover("oci", params(server), {"auth": "config_file", "config_file": path,
+                                                           "profile": "TOPOLOGY", "passphrase": ODD_PASSPHRASE})
+    assert topology.nodes["gb-n01"].switch == "lb-1"
+    assert server.requests and all(signature_problem(request) is None for request in server.requests)
+
+
+def test_a_missing_profile_or_file_is_named_without_paths_or_values(fake_http, tmp_path):
+    path = config_file(tmp_path, f"[DEFAULT]\nuser={USER}\n")
+    server = fake_http(make_route())
+    with pytest.raises(Exception, match="oci creds.profile 'NOPE' is not in the config file"):
+        discover("oci", params(server), {"auth": "config_file", "config_file": path, "profile": "NOPE"})
+    with pytest.raises(Exception, match=r"oci creds.config_file: no such file \(the path is not shown\)") as info:
+        discover("oci", params(server), {"auth": "config_file", "config_file": str(tmp_path / "secret-name")})
+    assert "secret-name" not in str(info.value)
+    with pytest.raises(Exception, match="oci credentials: fingerprint missing, key_file missing, tenancy missing"):
+        discover("oci", params(server), {"auth": "config_file", "config_file": path})
+    assert not server.requests
+
+
+def test_a_session_token_profile_signs_as_st_token_with_the_session_key(fake_http, tmp_path):
+    """``oci session authenticate`` writes such a profile: security_token_file and the session key_file."""
+    token_file, key_file = tmp_path / "token", tmp_path / "session_key.pem"
+    token_file.write_text(SESSION_TOKEN + "\n")
+    key_file.write_text(pem(SESSION_KEY))
+    path = config_file(tmp_path, f"[SESSION]\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\nregion=us-phoenix-1\n"
+                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
+    server = fake_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
+    topology, _warnings = discover("oci", params(server), {"auth": "security_token", "config_file": path,
+                                                           "profile": "SESSION"})
+    assert topology.nodes["gb-n03"].domain == "gmf-2"
+    assert all(signature_problem(request, SESSION_KEY, f"ST${SESSION_TOKEN}") is None for request in server.requests)
+
+
+def test_resource_principal_v2_2_signs_with_the_rpst_and_its_key(fake_http, monkeypatch, tmp_path):
+    """RP 2.2 (functions, container instances): the RPST and the key as files, named by the environment."""
+    rpst, key_file = tmp_path / "rpst", tmp_path / "rp_key.pem"
+    rpst.write_text(SESSION_TOKEN)
+    key_file.write_text(pem(SESSION_KEY))
+    for name, value in {"OCI_RESOURCE_PRINCIPAL_VERSION": "2.2", "OCI_RESOURCE_PRINCIPAL_RPST": str(rpst),
+                        "OCI_RESOURCE_PRINCIPAL_PRIVATE_PEM": str(key_file),
+                        "OCI_RESOURCE_PRINCIPAL_REGION": "us-phoenix-1"}.items():
+        monkeypatch.setenv(name, value)
+    server = fake_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
+    topology, _warnings = discover("oci", params(server), {"auth": "resource_principal"})
+    assert topology.nodes["gb-n01"].sub_domain == "gmf-1.R01"
+    assert server.requests[0].query == {"compartmentId": TENANCY}  # the tenancy from the RPST's res_tenant claim
 
 
 def playbook_case(start_http, start_grpc):

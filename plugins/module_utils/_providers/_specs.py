@@ -235,15 +235,29 @@ OCI_PARAMS = _cloud_params(100, "`limit` of `ListComputeHosts`", {
                      "description": "Identity endpoint; `{region}` is replaced."},
     "compute_url": {"type": "str", "default": OCI_COMPUTE_URL, "description": "Core endpoint; `{region}` is replaced."},
     "concurrency": {"type": "int", "default": 8, "description": "`GetComputeHost` calls at a time; at least 1."},
+    "federation_url": {"type": "str",
+                       "description": "auth instance_principal: the federation endpoint (default the SDK's, "
+                                      "`https://auth.<region>.oraclecloud.com`); the metadata service is the SDK's "
+                                      "or `OCI_METADATA_BASE_URL`."},
 }, region="OCI region (`us-ashburn-1`)")
+OCI_AUTH_METHODS = ["api_key", "config_file", "security_token", "instance_principal", "resource_principal"]
 OCI_CREDS = {
-    "tenancy_id": {"type": "str", "description": "Tenancy OCID; else `OCI_CLI_TENANCY`."},
-    "user_id": {"type": "str", "description": "User OCID; else `OCI_CLI_USER`."},
-    "fingerprint": {"type": "str", "description": "The API key's fingerprint; else `OCI_CLI_FINGERPRINT`."},
+    "auth": {"type": "str", "choices": OCI_AUTH_METHODS, "default": "api_key",
+             "description": "How the SDK signs: an API key (the fields below), a `config_file` profile, a session "
+                            "token profile (`security_token`), `instance_principal`, `resource_principal` (the "
+                            "`OCI_RESOURCE_PRINCIPAL_*` variables)."},
+    "tenancy_id": {"type": "str", "description": "auth api_key: tenancy OCID; else `OCI_CLI_TENANCY`."},
+    "user_id": {"type": "str", "description": "auth api_key: user OCID; else `OCI_CLI_USER`."},
+    "fingerprint": {"type": "str", "description": "auth api_key: the key's fingerprint; else `OCI_CLI_FINGERPRINT`."},
     "private_key": {"type": "str", "no_log": True,
-                    "description": "The API signing key (PEM); else `OCI_CLI_KEY_CONTENT`."},
+                    "description": "auth api_key: the API signing key (PEM); else `OCI_CLI_KEY_CONTENT`."},
     "private_key_file": {"type": "path", "description": "Or its path; else `OCI_CLI_KEY_FILE`."},
-    "passphrase": {"type": "str", "no_log": True, "description": "The key's passphrase; else `OCI_CLI_PASSPHRASE`."},
+    "passphrase": {"type": "str", "no_log": True,
+                   "description": "The key's passphrase (api_key: else `OCI_CLI_PASSPHRASE`; a profile's "
+                                  "`pass_phrase` otherwise)."},
+    "config_file": {"type": "path",
+                    "description": "auth config_file or security_token: the OCI config file (default `~/.oci/config`)."},
+    "profile": {"type": "str", "description": "Its profile (default `DEFAULT`)."},
 }
 
 LAMBDA_API_URL = "https://cloud.lambda.ai"
