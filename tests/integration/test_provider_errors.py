@@ -18,6 +18,8 @@ from tests.integration.test_provider_aws import error_reply, instance_xml, topol
 from tests.integration.test_provider_nscale import offset_route
 from tests.integration.test_provider_nebius import METHOD as NEBIUS_METHOD
 from tests.integration.test_provider_nebius import PROJECT as NEBIUS_PROJECT
+from tests.integration.test_provider_nebius import instance as nebius_instance
+from tests.integration.test_provider_nebius import page as nebius_page
 from tests.integration.test_provider_oci import AD1
 from tests.integration.test_provider_oci import CREDS as OCI_CREDS
 
@@ -181,3 +183,16 @@ def test_with_invalid_nodes_fail_one_malformed_record_fails_the_run(fake_http, c
     with pytest.raises(TopologyError, match=r"params.invalid_nodes is fail\): n1 \(") as info:
         discover(name, dict(params(server), invalid_nodes="fail"), creds)
     assert reason in str(info.value)
+
+
+def test_one_nebius_instance_whose_path_holds_a_non_name_is_quarantined_and_fails_with_invalid_nodes_fail(fake_grpc):
+    reply = nebius_page([nebius_instance("computeinstance-1", ["core", "spine", "leaf 1"]),
+                         nebius_instance("computeinstance-2", ["core", "spine", "leaf"])])
+    server = fake_grpc({NEBIUS_METHOD: lambda _request, _metadata: reply})
+    params = dict(nebius(server), instances=[{"instances": {"computeinstance-1": "n1", "computeinstance-2": "n2"}}])
+    topology, warnings = discover("nebius", params, {"iam_token": "t"})
+    assert list(topology.nodes) == ["n2"] and list(topology.quarantined) == ["n1"]
+    assert "tier 0 of instance 'computeinstance-1': 'leaf 1' contains" in topology.quarantined["n1"].reason
+    assert [w for w in warnings if w.startswith("1 nodes quarantined (left out of the map): n1 (")]
+    with pytest.raises(TopologyError, match=r"params.invalid_nodes is fail\): n1 \("):
+        discover("nebius", dict(params, invalid_nodes="fail"), {"iam_token": "t"})

@@ -276,13 +276,27 @@ LAMBDA_CREDS = {
 NEBIUS_ENDPOINT = "compute.api.nebius.cloud:443"
 NEBIUS_PARAMS = _cloud_params(200, "`page_size`", {
     "project_id": {"type": "str", "description": "The project (`project-...`); else `NEBIUS_PROJECT_ID`."},
-    "endpoint": {"type": "str", "default": NEBIUS_ENDPOINT, "description": "The gRPC endpoint."},
+    "endpoint": {"type": "str", "default": NEBIUS_ENDPOINT,
+                 "description": "The gRPC endpoint. The default uses the SDK's addresses (compute and the IAM token "
+                                "service under `api.nebius.cloud`); another value serves every service, token "
+                                "exchange included (a private endpoint, a test server)."},
     "tls": {"type": "bool", "default": True,
             "description": "`false` only for a plaintext test server; `ca_bundle` sets the roots."},
 }, region="region (optional: the project decides)")
 NEBIUS_CREDS = {
     "iam_token": {"type": "str", "no_log": True,
                   "description": "An IAM access token (`nebius iam get-access-token`); else `NEBIUS_IAM_TOKEN`."},
+    "service_account_id": {"type": "str",
+                           "description": "A service account (`serviceaccount-...`) whose key the SDK exchanges "
+                                          "for tokens; with `public_key_id` and `private_key` or `private_key_file`."},
+    "public_key_id": {"type": "str", "description": "The id of its authorized key (`publickey-...`)."},
+    "private_key": {"type": "str", "no_log": True, "description": "That key's private half (PEM, RSA)."},
+    "private_key_file": {"type": "path", "description": "Or its path."},
+    "credentials_file": {"type": "path",
+                         "description": "Or the CLI's service-account credentials file (JSON `subject-credentials`)."},
+    "token_endpoint": {"type": "str",
+                       "description": "Or the metadata service's token URL (the instance's service account; the "
+                                      "SDK sends `Metadata: true`, reads `access_token` and `expires_at`)."},
 }
 
 NSCALE_PARAMS = _cloud_params(100, "`limit`", {
