@@ -20,7 +20,8 @@ from tests.ansible_run import REPO, recap, run_playbook
 pytestmark = pytest.mark.playbook
 
 MODEL = REPO / "tests" / "fixtures" / "topograph" / "medium.yaml"
-NOT_IMPORTED = ("boto3", "botocore", "kubernetes", "grpc", "requests", "cryptography", "urllib3")
+NOT_IMPORTED = ("boto3", "botocore", "kubernetes", "grpc", "requests", "cryptography", "urllib3", "oci", "nebius", "jwt",
+                "aiohttp", "google")
 
 
 def _imported(log):

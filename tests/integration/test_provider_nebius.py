@@ -252,14 +252,25 @@ def test_without_any_credential_the_forms_are_named(fake_grpc, monkeypatch):
         discover("nebius", params(server), {})
 
 
-def playbook_forms(start_http, start_grpc):
-    """Every credential form with its secrets, for the -vvvv secret test."""
+def service_account_case(start_http, start_grpc, tmp_path):
     server = start_grpc({METHOD: one_instance, EXCHANGE: exchange})
-    return {"service-account-key": (params(server), {"service_account_id": SERVICE_ACCOUNT,
-                                                     "public_key_id": PUBLIC_KEY_ID, "private_key": SA_PEM},
-                                    [SA_PEM.splitlines()[1], SA_PEM.splitlines()[-2], EXCHANGED],
-                                    lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}"
-                                                for _m, _r, meta in server.requests))}
+    return (params(server), {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID,
+                             "private_key": SA_PEM},
+            [SA_PEM.splitlines()[1], SA_PEM.splitlines()[-2], EXCHANGED],
+            lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}" for _m, _r, meta in server.requests))
+
+
+def credentials_file_case(start_http, start_grpc, tmp_path):
+    server = start_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    path = tmp_path / "credentials.json"
+    path.write_text(json.dumps({"subject-credentials": {"alg": "RS256", "private-key": SA_PEM, "kid": PUBLIC_KEY_ID,
+                                                        "iss": SERVICE_ACCOUNT, "sub": SERVICE_ACCOUNT}}))
+    return (params(server), {"credentials_file": str(path)}, [SA_PEM.splitlines()[1], EXCHANGED],
+            lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}" for _m, _r, meta in server.requests))
+
+
+# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
+PLAYBOOK_FORMS = {"service-account-key": service_account_case, "credentials-file": credentials_file_case}
 
 
 def playbook_case(start_http, start_grpc):

@@ -214,8 +214,9 @@ SESSION_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 SESSION_TOKEN = jwt.encode({"sub": USER, "tenant": TENANCY, "res_tenant": TENANCY, "res_compartment": TENANCY,
                             "exp": int(time.time()) + 3600, "iat": int(time.time())}, "a test key that only the fake API would hold, 32+ bytes",
                            algorithm="HS256")
-# A passphrase with the characters a config file, a shell or a YAML scalar treat specially.
-ODD_PASSPHRASE = 'p%s"\\$HOME {{ x }} #;=\''
+# A passphrase with the characters a config file, a shell or a YAML scalar treat specially (a "{{" in a
+# playbook is Jinja: such a value is given !unsafe or from a vault, as any Ansible value).
+ODD_PASSPHRASE = 'p%s"\\$HOME {x} #;=\''
 
 
 def pem(key, passphrase=None):
@@ -288,3 +289,33 @@ def playbook_case(start_http, start_grpc):
     server = start_http(make_route())
     return params(server), CREDS, [PASSPHRASE, PEM.splitlines()[1]], lambda: all(
         signature_problem(request) is None for request in server.requests)
+
+
+def config_file_case(start_http, start_grpc, tmp_path):
+    key_file = tmp_path / "api_key.pem"
+    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
+    path = config_file(tmp_path, f"[TOPOLOGY]\nuser={USER}\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
+                                 f"key_file={key_file}\n")
+    server = start_http(make_route())
+    return (params(server), {"auth": "config_file", "config_file": path, "profile": "TOPOLOGY",
+                             "passphrase": ODD_PASSPHRASE}, [ODD_PASSPHRASE],
+            lambda: bool(server.requests) and all(signature_problem(request) is None for request in server.requests))
+
+
+def session_token_case(start_http, start_grpc, tmp_path):
+    token_file, key_file = tmp_path / "token", tmp_path / "session_key.pem"
+    token_file.write_text(SESSION_TOKEN)
+    session_pem = pem(SESSION_KEY)
+    key_file.write_text(session_pem)
+    path = config_file(tmp_path, f"[SESSION]\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
+                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
+    server = start_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
+    # The token travels in every request's keyId: it must still never reach the output.
+    return (params(server), {"auth": "security_token", "config_file": path, "profile": "SESSION"},
+            [SESSION_TOKEN, session_pem.splitlines()[1]],
+            lambda: bool(server.requests) and all(
+                signature_problem(request, SESSION_KEY, f"ST${SESSION_TOKEN}") is None for request in server.requests))
+
+
+# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
+PLAYBOOK_FORMS = {"config-file-profile": config_file_case, "session-token": session_token_case}
