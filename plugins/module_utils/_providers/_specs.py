@@ -269,8 +269,15 @@ LAMBDA_PARAMS = _cloud_params(200, "`page_size`", {
 }, region="Lambda region")
 LAMBDA_CREDS = {
     "token": {"type": "str", "no_log": True,
-              "description": "The API key (Bearer); else `LAMBDA_API_TOKEN`, else `LAMBDA_API_KEY`."},
+              "description": "The API key (Bearer); else `LAMBDA_API_TOKEN`, else `LAMBDA_API_KEY`, else the "
+                             "workload identity below."},
     "workspace_id": {"type": "str", "description": "The workspace, when not in params."},
+    "identity_lrn": {"type": "str",
+                     "description": "Workload identity: the identity to assume; else `LAMBDA_IDENTITY_LRN` (or "
+                                    "`LAMBDA_ROLE_LRN`), which lambda-pod-identity-webhook injects."},
+    "token_file": {"type": "path",
+                   "description": "Its projected service-account token; else `LAMBDA_WORKLOAD_IDENTITY_TOKEN_FILE`, "
+                                  "else `/var/run/secrets/lambda.ai/serviceaccount/token`."},
 }
 
 NEBIUS_ENDPOINT = "compute.api.nebius.cloud:443"

@@ -135,9 +135,9 @@ def _rsa_key(pem, what):
     return key
 
 
-def _read(path, what):
+def _read(path, what, path_is_secret=True):
     try:
-        return _input_file.read_text(path, what, path_is_secret=True)
+        return _input_file.read_text(path, what, path_is_secret=path_is_secret)
     except _input_file.InputFileError as exc:
         raise TopologyError(str(exc)) from None
 
@@ -157,7 +157,7 @@ def _sdk(params, credentials):
     else:
         _verify, ca_bundle = _cloud.tls_settings(params)
         if ca_bundle:
-            roots = _read(ca_bundle, "params.ca_bundle").encode()  # PEM
+            roots = _read(ca_bundle, "params.ca_bundle", path_is_secret=False).encode()  # PEM
             kwargs["tls_credentials"] = grpc.ssl_channel_credentials(root_certificates=roots)
     return SDK(**kwargs)
 

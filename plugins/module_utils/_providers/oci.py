@@ -23,6 +23,7 @@ certificate exchanged for a token at the federation endpoint) and ``resource_pri
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
@@ -146,18 +147,23 @@ def _api_key_config(oci, creds, region):
 def _profile(oci, creds, region):
     path = creds.get("config_file") or DEFAULT_CONFIG_FILE
     profile = creds.get("profile") or "DEFAULT"
+    path = os.path.expanduser(path)
+    _read(path, "oci creds.config_file", path_is_secret=False)  # a regular UTF-8 file, as every input
     try:
         config = oci.config.from_file(path, profile)
-    except oci.exceptions.ConfigFileNotFound:
-        raise TopologyError("oci creds.config_file: no such file (the path is not shown)") from None
     except oci.exceptions.ProfileNotFound:
         raise TopologyError(f"oci creds.profile {profile!r} is not in the config file") from None
     except oci.exceptions.InvalidKeyFilePath:
         raise TopologyError(f"oci config profile {profile!r}: key_file is not a readable file") from None
+    except oci.exceptions.ClientError as exc:
+        raise TopologyError(f"oci creds.config_file: {type(exc).__name__}") from None
     config.setdefault("region", region)
     passphrase = _cloud.secret(creds, "passphrase")
     if passphrase:
         config["pass_phrase"] = passphrase
+    if config.get("key_file") and creds.get("auth") != "security_token":
+        # Read as every input is; the SDK gets the content, never opens the path itself.
+        config["key_content"] = _read(config["key_file"], f"oci config profile {profile!r} key_file")
     for key in ("tenancy", "user", "fingerprint", "pass_phrase", "key_content"):
         if config.get(key):
             _cloud.secret(config, key, multiline=key == "key_content")  # a control character is refused by name
@@ -187,9 +193,9 @@ def _validate(oci, config):
         raise TopologyError(f"oci credentials: {fields or 'invalid'}") from None
 
 
-def _read(path, what):
+def _read(path, what, path_is_secret=True):
     try:
-        return _input_file.read_text(path, what, path_is_secret=True)
+        return _input_file.read_text(path, what, path_is_secret=path_is_secret)
     except _input_file.InputFileError as exc:
         raise TopologyError(str(exc)) from None
 
