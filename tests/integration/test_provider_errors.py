@@ -125,8 +125,8 @@ def test_a_grpc_server_that_refuses_or_answers_malformed_is_a_remote_api_error(f
 
 
 TWO = {"i-1": "n1", "i-2": "n2"}
-# One requested instance's record is malformed (the other's is good): its node is quarantined, the
-# map of the others is built. (id, provider, params, creds, route, reason part)
+
+
 def oci_two_hosts(first):
     """Two requested instances' hosts: i-1's GetComputeHost record is ``first``, i-2's is good."""
     good = {"id": "h2", "instanceId": "i-2", "localBlockId": "lb", "networkBlockId": "nb", "hpcIslandId": "hi"}
@@ -143,6 +143,8 @@ def oci_two_hosts(first):
     return route
 
 
+# One requested instance's record is malformed (the other's is good): its node is quarantined, the
+# map of the others is built. (id, provider, params, creds, route, reason part)
 RECORD_CASES = [
     ("oci-block-id-not-a-string", "oci", lambda server: dict(oci(server), instances=[
         {"region": "us-phoenix-1", "instances": TWO}]), OCI_CREDS,
