@@ -1,4 +1,5 @@
-#!/usr/bin/env python3
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Import cost of each cloud provider: what a run that names it imports, in a fresh interpreter.
 
 For each provider, a new ``python`` process imports ``_providers`` (the registry, as every task
@@ -56,7 +57,7 @@ def measure(provider, repeat, root):
     code = PROBE.format(package=PACKAGE, modules=[f"{PACKAGE}.{module}", *sdk])
     env_path = [str(root)] if root else []
     runs = []
-    for _ in range(repeat):
+    for _run in range(repeat):
         done = subprocess.run([sys.executable, "-c", f"import sys; sys.path[:0] = {env_path!r}\n{code}"],
                               capture_output=True, text=True, check=True, timeout=120)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
