@@ -380,8 +380,8 @@ def body_signature_problem(request, key, key_id):
     header = request.headers.get("authorization", "")
     fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
     names = fields.get("headers", "").split()
-    if fields.get("keyId") != key_id or not {"date", "(request-target)", "content-length", "content-type",
-                                              "x-content-sha256"} <= set(names):
+    required = {"date", "(request-target)", "content-length", "content-type", "x-content-sha256"}
+    if fields.get("keyId") != key_id or not required <= set(names):
         return f"unexpected keyId or signed headers: {names}"
     lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
              else f"{name}: {request.headers[name]}" for name in names]
