@@ -190,3 +190,14 @@ def workload_identity_case(start_http, start_grpc, tmp_path):
 
 # Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
 PLAYBOOK_FORMS = {"workload-identity": workload_identity_case}
+
+
+@pytest.mark.parametrize("bad", ["{}\x07", "{}\r\x07", "{}\u00e9"], ids=["bell", "cr", "non-ascii"])
+def test_a_projected_token_with_a_bad_character_is_refused_without_showing_it(fake_http, tmp_path, bad):
+    token_file = tmp_path / "token"
+    token_file.write_text(bad.format(ACCOUNT_TOKEN))
+    server = fake_http(oidc_route)
+    with pytest.raises(Exception, match=r"contains .*; the value is not shown") as info:
+        discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]),
+                 {"identity_lrn": LRN, "token_file": str(token_file)})
+    assert ACCOUNT_TOKEN[:12] not in str(info.value) and not server.requests

@@ -277,3 +277,24 @@ def playbook_case(start_http, start_grpc):
     server = start_grpc({METHOD: lambda request, metadata: page([instance("computeinstance-a1", ["a", "b", "c"])])})
     return params(server), {"iam_token": TOKEN}, [TOKEN], \
         lambda: server.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])
+def test_a_service_account_id_or_key_with_a_bad_character_is_refused_by_name(fake_grpc, bad):
+    server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    with pytest.raises(Exception, match=r"creds.public_key_id contains .*; the value is not shown") as info:
+        discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "private_key": SA_PEM,
+                                            "public_key_id": bad.format(PUBLIC_KEY_ID)})
+    assert PUBLIC_KEY_ID not in str(info.value)
+    # A PEM key may hold line breaks (a YAML block adds one), never a non-ASCII or control character.
+    key = SA_PEM.replace("\n", "\u00e9\n", 1) if bad.endswith("\u00e9") else bad.format(SA_PEM)
+    if bad.endswith("\u00e9"):
+        with pytest.raises(Exception, match=r"creds.private_key contains a control or non-ASCII character") as info:
+            discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "private_key": key,
+                                                "public_key_id": PUBLIC_KEY_ID})
+        assert SA_PEM.splitlines()[1] not in str(info.value)
+        assert not server.requests
+    else:
+        topology, _warnings = discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT,
+                                                                  "private_key": key, "public_key_id": PUBLIC_KEY_ID})
+        assert topology.nodes["h100-01"].domain == "nvlgroup-1"

@@ -442,3 +442,20 @@ def session_token_case(start_http, start_grpc, tmp_path):
 
 # Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
 PLAYBOOK_FORMS = {"config-file-profile": config_file_case, "session-token": session_token_case}
+
+
+@pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])
+def test_a_profile_passphrase_or_session_token_with_a_bad_character_is_refused_by_name(fake_http, tmp_path, bad):
+    key_file, token_file = tmp_path / "key.pem", tmp_path / "token"
+    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
+    token_file.write_text(bad.format(SESSION_TOKEN).replace("\n", "\x07"))  # a control character, not white space
+    path = config_file(tmp_path, f"[P]\nuser={USER}\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
+                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
+    server = fake_http(make_route())
+    with pytest.raises(Exception, match=r"creds.passphrase contains .*; the value is not shown") as info:
+        discover("oci", params(server), {"auth": "config_file", "config_file": path, "profile": "P",
+                                         "passphrase": bad.format(ODD_PASSPHRASE)})
+    assert ODD_PASSPHRASE not in str(info.value)
+    with pytest.raises(Exception, match=r"security_token contains .*; the value is not shown") as info:
+        discover("oci", params(server), {"auth": "security_token", "config_file": path, "profile": "P"})
+    assert SESSION_TOKEN[:12] not in str(info.value) and not server.requests
