@@ -60,7 +60,7 @@ options:
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(compartment_id), C(identity_url) (default
             https://identity.{region}.oraclecloud.com), C(compute_url) (default https://iaas.{region}.oraclecloud.com),
-            C(concurrency) (default 8), C(invalid_nodes) (default quarantine).'
+            C(concurrency) (default 8), C(federation_url), C(invalid_nodes) (default quarantine).'
           - 'For V(lambda): C(instances) (required), C(page_size) (default 200), C(trim_tiers) (default 0), C(timeout)
             (default 30), C(retry_attempts) (default 5), C(retry_backoff) (default 0.5), C(retry_after_max) (default 300),
             C(validate_certs) (default true), C(ca_bundle), C(workspace_id), C(api_url) (default https://cloud.lambda.ai),
@@ -89,9 +89,11 @@ options:
           - 'For V(netq): C(username), C(password).'
           - 'For V(aws): C(access_key_id), C(secret_access_key), C(session_token).'
           - 'For V(gcp): C(access_token), C(credentials_json), C(credentials_file).'
-          - 'For V(oci): C(tenancy_id), C(user_id), C(fingerprint), C(private_key), C(private_key_file), C(passphrase).'
-          - 'For V(lambda): C(token), C(workspace_id).'
-          - 'For V(nebius): C(iam_token).'
+          - 'For V(oci): C(auth) (default api_key), C(tenancy_id), C(user_id), C(fingerprint), C(private_key),
+            C(private_key_file), C(passphrase), C(config_file), C(profile).'
+          - 'For V(lambda): C(token), C(workspace_id), C(identity_lrn), C(token_file).'
+          - 'For V(nebius): C(iam_token), C(service_account_id), C(public_key_id), C(private_key), C(private_key_file),
+            C(credentials_file), C(token_endpoint).'
           - 'For V(nscale): C(token), C(organization).'
           - 'For V(dra): C(kubeconfig), C(context), C(host), C(api_key), C(validate_certs), C(ca_cert), C(client_cert),
             C(client_key).'

@@ -23,7 +23,8 @@ from tests.integration.fake_apis import text_reply
 pytestmark = pytest.mark.playbook
 
 MODEL = REPO / "tests" / "fixtures" / "topograph" / "medium.yaml"
-NOT_IMPORTED = ("boto3", "botocore", "google", "kubernetes", "grpc", "requests", "cryptography", "urllib3")
+NOT_IMPORTED = ("boto3", "botocore", "kubernetes", "grpc", "requests", "cryptography", "urllib3", "oci", "nebius", "jwt",
+                "aiohttp", "google")
 
 
 def _imported(log):

@@ -50,9 +50,22 @@ def run_verbose(playbook):
                         "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook, timeout=300)
 
 
+# Each further credential form an end-to-end test gives: PLAYBOOK_FORMS = {form: case builder}, run the same way.
+FORMS = [(name, form) for name, module in sorted(CASES.items()) for form in sorted(getattr(module, "PLAYBOOK_FORMS", {}))]
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_provider_secrets_never_appear_in_verbose_output(name, fake_http, fake_grpc, tmp_path):
-    params, creds, secrets, credential_used = CASES[name].playbook_case(fake_http, fake_grpc)
+    assert_secrets_stay_out(name, CASES[name].playbook_case(fake_http, fake_grpc), tmp_path)
+
+
+@pytest.mark.parametrize("name, form", FORMS, ids=[f"{name}-{form}" for name, form in FORMS])
+def test_every_credential_form_keeps_its_secrets_out_of_verbose_output(name, form, fake_http, fake_grpc, tmp_path):
+    assert_secrets_stay_out(name, CASES[name].PLAYBOOK_FORMS[form](fake_http, fake_grpc, tmp_path), tmp_path)
+
+
+def assert_secrets_stay_out(name, case, tmp_path):
+    params, creds, secrets, credential_used = case
     playbook = tmp_path / "discover.yml"
     playbook.write_text(yaml.safe_dump([{
         "name": f"Discover with {name}", "hosts": "localhost", "gather_facts": False,

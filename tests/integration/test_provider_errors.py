@@ -30,6 +30,8 @@ from tests.integration.test_provider_gcp import (
 from tests.integration.test_provider_nscale import offset_route
 from tests.integration.test_provider_nebius import METHOD as NEBIUS_METHOD
 from tests.integration.test_provider_nebius import PROJECT as NEBIUS_PROJECT
+from tests.integration.test_provider_nebius import instance as nebius_instance
+from tests.integration.test_provider_nebius import page as nebius_page
 from tests.integration.test_provider_oci import AD1
 from tests.integration.test_provider_oci import CREDS as OCI_CREDS
 
@@ -86,7 +88,7 @@ HTTP_CASES = [
     ("oci-refused", "oci", oci, OCI_CREDS, json_reply({"code": "NotAuthorizedOrNotFound"}, status=404),
      "HTTP 404", 404),
     ("oci-no-domains", "oci", oci, OCI_CREDS, json_reply({"items": []}), "expected a list of {name}", None),
-    ("oci-hosts-not-json", "oci", oci, OCI_CREDS, None, "the response is not JSON", None),
+    ("oci-hosts-not-json", "oci", oci, OCI_CREDS, None, "expected a ComputeHostCollection", None),
     ("oci-hosts-not-a-collection", "oci", oci, OCI_CREDS, None, "expected a ComputeHostCollection", None),
 ]
 OCI_HOST_REPLIES = {"oci-hosts-not-json": text_reply("<html>maintenance</html>"),
@@ -128,9 +130,33 @@ def test_a_grpc_server_that_refuses_or_answers_malformed_is_a_remote_api_error(f
 
 
 TWO = {"i-1": "n1", "i-2": "n2"}
+
+
+def oci_two_hosts(first):
+    """Two requested instances' hosts: i-1's GetComputeHost record is ``first``, i-2's is good."""
+    good = {"id": "h2", "instanceId": "i-2", "localBlockId": "lb", "networkBlockId": "nb", "hpcIslandId": "hi"}
+    details = {"/20160918/computeHosts/h1": dict({"id": "h1", "instanceId": "i-1"}, **first),
+               "/20160918/computeHosts/h2": good}
+
+    def route(request):
+        path = request.path.split("/iaas", 1)[-1]
+        if request.path.endswith("/availabilityDomains"):
+            return json_reply([{"name": AD1}])
+        if path == "/20160918/computeHosts":
+            return json_reply({"items": [{"id": "h1", "instanceId": "i-1"}, {"id": "h2", "instanceId": "i-2"}]})
+        return json_reply(details[path])
+    return route
+
+
 # One requested instance's record is malformed (the other's is good): its node is quarantined, the
 # map of the others is built. (id, provider, params, creds, route, reason part)
 RECORD_CASES = [
+    ("oci-block-id-not-a-string", "oci", lambda server: dict(oci(server), instances=[
+        {"region": "us-phoenix-1", "instances": TWO}]), OCI_CREDS,
+     oci_two_hosts({"localBlockId": 5, "networkBlockId": "nb", "hpcIslandId": "hi"}), "local_block_id must be a string"),
+    ("oci-block-id-not-a-name", "oci", lambda server: dict(oci(server), instances=[
+        {"region": "us-phoenix-1", "instances": TWO}]), OCI_CREDS,
+     oci_two_hosts({"localBlockId": "lb 1", "networkBlockId": "nb", "hpcIslandId": "hi"}), "'lb 1' contains"),
     ("lambda-network-path-not-a-list", "lambda", lambda server: dict(lambda_cloud(server), instances=[
         {"region": "r", "instances": TWO}]), {"token": "t"},
      lambda request: json_reply({"data": [{"id": "i-1", "networkPath": "leaf"},
@@ -227,3 +253,23 @@ def test_an_imds_that_refuses_session_tokens_is_a_remote_api_error(fake_http, mo
     with pytest.raises(RemoteAPIError, match=r"the EC2 instance metadata service \(IMDS\) gave none") as info:
         discover("aws", aws(server), {})
     assert not isinstance(info.value, TopologyError) and not server.requests
+
+@pytest.mark.parametrize("case, name, params, creds, route, reason", RECORD_CASES, ids=[case[0] for case in RECORD_CASES])
+def test_with_invalid_nodes_fail_one_malformed_record_fails_the_run(fake_http, case, name, params, creds, route, reason):
+    server = fake_http(route)
+    with pytest.raises(TopologyError, match=r"params.invalid_nodes is fail\): n1 \(") as info:
+        discover(name, dict(params(server), invalid_nodes="fail"), creds)
+    assert reason in str(info.value)
+
+
+def test_one_nebius_instance_whose_path_holds_a_non_name_is_quarantined_and_fails_with_invalid_nodes_fail(fake_grpc):
+    reply = nebius_page([nebius_instance("computeinstance-1", ["core", "spine", "leaf 1"]),
+                         nebius_instance("computeinstance-2", ["core", "spine", "leaf"])])
+    server = fake_grpc({NEBIUS_METHOD: lambda _request, _metadata: reply})
+    params = dict(nebius(server), instances=[{"instances": {"computeinstance-1": "n1", "computeinstance-2": "n2"}}])
+    topology, warnings = discover("nebius", params, {"iam_token": "t"})
+    assert list(topology.nodes) == ["n2"] and list(topology.quarantined) == ["n1"]
+    assert "tier 0 of instance 'computeinstance-1': 'leaf 1' contains" in topology.quarantined["n1"].reason
+    assert [w for w in warnings if w.startswith("1 nodes quarantined (left out of the map): n1 (")]
+    with pytest.raises(TopologyError, match=r"params.invalid_nodes is fail\): n1 \("):
+        discover("nebius", dict(params, invalid_nodes="fail"), {"iam_token": "t"})

@@ -7,6 +7,8 @@ page_token: str|null}``.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.integration.fake_apis import (
@@ -122,7 +124,80 @@ def test_token_from_the_environment(fake_http, monkeypatch):
     assert server.requests[0].headers["authorization"] == "Bearer from-env"
 
 
+ACCOUNT_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dG9wbyJ9.c2lnbmF0dXJl"
+MINTED = "lambda-minted-short-lived-key-71"
+LRN = "lrn:lambda:iam::ws-42:identity/topology"
+
+
+def oidc_route(request):
+    """The OIDC exchange (the projected token and the identity for a key), then the topology API with that key."""
+    if request.path == "/api/v1/oidc/token":
+        if request.method != "POST" or json.loads(request.body) != {"token": ACCOUNT_TOKEN, "identity_lrn": LRN}:
+            return json_reply({"error": "unauthorized", "echo": request.body.decode()}, status=401)
+        return json_reply({"data": {"access_token": MINTED, "expires_in": 3600}})
+    if request.headers.get("authorization") != f"Bearer {MINTED}":
+        return json_reply({"error": "unauthorized"}, status=401)
+    return envelope([instance("i-a", ["l", "s", "c"], "d", "1")])
+
+
+def test_workload_identity_exchanges_the_projected_token_for_a_key(fake_http, monkeypatch, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(ACCOUNT_TOKEN + "\n")
+    for name in ("LAMBDA_API_TOKEN", "LAMBDA_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAMBDA_IDENTITY_LRN", LRN)
+    monkeypatch.setenv("LAMBDA_WORKLOAD_IDENTITY_TOKEN_FILE", str(token_file))
+    server = fake_http(oidc_route)
+    topology, _warnings = discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]))
+    assert topology.nodes["gpu01"].domain == "d.1"
+    assert server.paths() == ["/api/v1/oidc/token", PATH]
+    token_file.write_text("another-projected-token")  # refused: the message shows neither token nor body
+    with pytest.raises(Exception, match=r"workload-identity token exchange for .* failed \(HTTP 401\)") as info:
+        discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]))
+    assert "another-projected-token" not in str(info.value) and "echo" not in str(info.value)
+
+
+def test_an_explicit_token_wins_over_the_workload_identity(fake_http, monkeypatch):
+    monkeypatch.setenv("LAMBDA_IDENTITY_LRN", LRN)
+    server = fake_http(lambda request: envelope([]))
+    discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]), {"token": TOKEN})
+    assert server.paths() == [PATH] and server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def test_neither_token_nor_identity_names_both_ways(fake_http, monkeypatch):
+    for name in ("LAMBDA_API_TOKEN", "LAMBDA_API_KEY", "LAMBDA_IDENTITY_LRN", "LAMBDA_ROLE_LRN"):
+        monkeypatch.delenv(name, raising=False)
+    server = fake_http(lambda request: envelope([]))
+    with pytest.raises(Exception, match="needs creds.token .* or a workload identity: creds.identity_lrn"):
+        discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]))
+    assert not server.requests
+
+
 def playbook_case(start_http, start_grpc):
     server = start_http(lambda request: envelope([instance("i-a", ["l", "s", "c"], "d", "1")]))
     return params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]), {"token": TOKEN}, [TOKEN], \
         lambda: server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def workload_identity_case(start_http, start_grpc, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(ACCOUNT_TOKEN)
+    server = start_http(oidc_route)
+    return (params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]),
+            {"identity_lrn": LRN, "token_file": str(token_file)}, [ACCOUNT_TOKEN, MINTED],
+            lambda: server.paths() == ["/api/v1/oidc/token", PATH])
+
+
+# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
+PLAYBOOK_FORMS = {"workload-identity": workload_identity_case}
+
+
+@pytest.mark.parametrize("bad", ["{}\x07", "{}\r\x07", "{}\u00e9"], ids=["bell", "cr", "non-ascii"])
+def test_a_projected_token_with_a_bad_character_is_refused_without_showing_it(fake_http, tmp_path, bad):
+    token_file = tmp_path / "token"
+    token_file.write_text(bad.format(ACCOUNT_TOKEN))
+    server = fake_http(oidc_route)
+    with pytest.raises(Exception, match=r"contains .*; the value is not shown") as info:
+        discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]),
+                 {"identity_lrn": LRN, "token_file": str(token_file)})
+    assert ACCOUNT_TOKEN[:12] not in str(info.value) and not server.requests

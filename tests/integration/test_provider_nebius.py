@@ -1,23 +1,39 @@
 """nebius provider end to end against a local gRPC server serving nebius.compute.v1.InstanceService/List.
 
-The server decodes the request and encodes its answers with the real protobuf library, from
-message definitions that follow nebius/api's ``compute/v1/instance.proto``,
-``instance_service.proto`` and ``common/v1/metadata.proto`` field numbers (plus fields the
-provider must skip), so the provider's small wire-format codec is checked against protobuf
-itself, and every request's ``authorization`` metadata is recorded.
+The server decodes the request and encodes its answers with the Nebius SDK's own generated
+messages (``nebius.api.nebius.compute.v1``; this SDK release ships messages and clients but no
+servicers, so the handlers are grpc's generic ones), and every request's ``authorization``
+metadata is recorded. For a service-account key the same server answers
+``nebius.iam.v1.TokenExchangeService/Exchange`` and verifies the SDK's JWT with the public key;
+the metadata service's token endpoint is a local HTTP server.
 """
 
 from __future__ import annotations
 
+import json
+
 import grpc  # noqa: F401  # pylint: disable=unused-import  # a requirement: its absence fails, never skips
+import jwt
 import pytest
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from nebius.api.nebius.common.v1 import ResourceMetadata
+from nebius.api.nebius.iam.v1 import CreateTokenResponse, ExchangeTokenRequest
+from nebius.api.nebius.compute.v1 import (
+    Instance,
+    InstanceSpec,
+    InstanceStatus,
+    InstanceStatusInfinibandTopologyPath,
+    ListInstancesRequest,
+    ListInstancesResponse,
+)
 
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
     GrpcAbort,
     discover,
+    json_reply,
     placement,
     slurm_topology_run,
     topology_info_run,
@@ -29,70 +45,28 @@ TOKEN = "nebius-iam-token-c0ffee"
 PROJECT = "project-e00abc"
 
 
-def _messages():
-    field = descriptor_pb2.FieldDescriptorProto
-    string, int64, int32, boolean, message = (field.TYPE_STRING, field.TYPE_INT64, field.TYPE_INT32, field.TYPE_BOOL,
-                                              field.TYPE_MESSAGE)
-    proto = descriptor_pb2.FileDescriptorProto(name="fake_nebius_compute_v1.proto", package="fake", syntax="proto3")
-
-    def define(name, *fields):
-        descriptor = proto.message_type.add(name=name)
-        for field_name, number, kind, *rest in fields:
-            added = descriptor.field.add(name=field_name, number=number, type=kind,
-                                         label=field.LABEL_REPEATED if "repeated" in rest else field.LABEL_OPTIONAL)
-            if kind == message:
-                added.type_name = f".fake.{rest[0]}"
-
-    define("Timestamp", ("seconds", 1, int64), ("nanos", 2, int32))
-    define("ResourceMetadata", ("id", 1, string), ("parent_id", 2, string), ("name", 3, string),
-           ("resource_version", 4, int64), ("created_at", 5, message, "Timestamp"))
-    define("InstanceSpec", ("service_account_id", 1, string), ("stopped", 13, boolean), ("hostname", 20, string),
-           ("nvl_instance_group_id", 21, string))
-    define("InstanceStatusInfinibandTopologyPath", ("path", 1, string, "repeated"))
-    define("InstanceStatus", ("state", 1, int32), ("reconciling", 5, boolean),
-           ("infiniband_topology_path", 10, message, "InstanceStatusInfinibandTopologyPath"),
-           ("reservation_id", 12, string))
-    define("Instance", ("metadata", 1, message, "ResourceMetadata"), ("spec", 2, message, "InstanceSpec"),
-           ("status", 3, message, "InstanceStatus"))
-    define("ListInstancesRequest", ("parent_id", 1, string), ("page_size", 2, int64), ("page_token", 3, string))
-    define("ListInstancesResponse", ("items", 1, message, "Instance", "repeated"), ("next_page_token", 2, string))
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"fake.{name}"))
-            for name in ("Instance", "ListInstancesRequest", "ListInstancesResponse")}
-
-
-MESSAGES = _messages()
-
-
 def instance(instance_id, path=None, nvl_group="", state=4):
-    found = MESSAGES["Instance"]()
-    found.metadata.id = instance_id
-    found.metadata.parent_id = PROJECT
-    found.metadata.name = f"vm-{instance_id}"
-    found.metadata.resource_version = 7
-    found.metadata.created_at.seconds = 1_780_000_000
-    found.spec.hostname = f"host-{instance_id[-2:]}"
-    found.spec.stopped = False
-    found.spec.nvl_instance_group_id = nvl_group
-    found.status.state = state
-    found.status.reconciling = True
-    found.status.reservation_id = "res-1"
+    status = InstanceStatus(state=state, reconciling=True, reservation_id="res-1")
     if path is not None:
-        found.status.infiniband_topology_path.path.extend(path)
-    return found
+        status = InstanceStatus(state=state, reconciling=True, reservation_id="res-1",
+                                infiniband_topology_path=InstanceStatusInfinibandTopologyPath(path=path))
+    return Instance(metadata=ResourceMetadata(id=instance_id, parent_id=PROJECT, name=f"vm-{instance_id}",
+                                              resource_version=7),
+                    spec=InstanceSpec(hostname=f"host-{instance_id[-2:]}", stopped=False,
+                                      nvl_instance_group_id=nvl_group),
+                    status=status)
 
 
 def page(items, token=""):
-    return MESSAGES["ListInstancesResponse"](items=items, next_page_token=token).SerializeToString()
+    return ListInstancesResponse(items=items, next_page_token=token).SerializeToString()
 
 
 def decoded_requests(server):
-    return [MESSAGES["ListInstancesRequest"].FromString(request) for _method, request, _meta in server.requests]
+    return [ListInstancesRequest.FromString(request) for _method, request, _meta in server.requests]
 
 
 def paged_list(request, metadata):
-    asked = MESSAGES["ListInstancesRequest"].FromString(request)
+    asked = ListInstancesRequest.FromString(request)
     if not asked.page_token:
         return page([instance("computeinstance-a1", ["core-1", "spine-1", "leaf-1"], "nvlgroup-1"),
                      instance("computeinstance-a2", ["core-1", "spine-1", "leaf-2"], "nvlgroup-1"),
@@ -188,7 +162,139 @@ def test_token_from_the_environment(fake_grpc, monkeypatch):
     assert server.requests[0][2]["authorization"] == "Bearer env-iam-token"
 
 
+EXCHANGE = "/nebius.iam.v1.TokenExchangeService/Exchange"
+SERVICE_ACCOUNT = "serviceaccount-e00sa"
+PUBLIC_KEY_ID = "publickey-e00key"
+SA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+SA_PEM = SA_KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()).decode()
+EXCHANGED = "nebius-exchanged-access-token-5a"
+
+
+def exchange(request, metadata):
+    """The IAM token service: an RFC 8693 exchange of the account's JWT, verified with its public key."""
+    asked = ExchangeTokenRequest.FromString(request)
+    if asked.grant_type != "urn:ietf:params:oauth:grant-type:token-exchange" or \
+            asked.subject_token_type != "urn:ietf:params:oauth:token-type:jwt":
+        raise GrpcAbort("INVALID_ARGUMENT", "not a JWT token exchange")
+    try:
+        claims = jwt.decode(asked.subject_token, SA_KEY.public_key(), algorithms=["RS256"],
+                            audience="token-service.iam.new.nebiuscloud.net")
+    except jwt.InvalidTokenError as exc:
+        raise GrpcAbort("UNAUTHENTICATED", f"bad subject token: {type(exc).__name__}") from None
+    if jwt.get_unverified_header(asked.subject_token).get("kid") != PUBLIC_KEY_ID or \
+            claims["iss"] != SERVICE_ACCOUNT or claims["sub"] != SERVICE_ACCOUNT:
+        raise GrpcAbort("UNAUTHENTICATED", "unknown key or account")
+    return CreateTokenResponse(access_token=EXCHANGED, issued_token_type="urn:ietf:params:oauth:token-type:access_token",
+                               token_type="Bearer", expires_in=3600).SerializeToString()
+
+
+def one_instance(request, metadata):
+    if metadata.get("authorization") not in (f"Bearer {TOKEN}", f"Bearer {EXCHANGED}"):
+        raise GrpcAbort("UNAUTHENTICATED", "unknown token")
+    return page([instance("computeinstance-a1", ["core-1", "spine-1", "leaf-1"], "nvlgroup-1")])
+
+
+@pytest.mark.parametrize("form", ["inline-key", "key-file", "credentials-file"])
+def test_a_service_account_key_is_exchanged_for_a_token_at_the_local_token_service(fake_grpc, tmp_path, form):
+    server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    account = {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID}
+    if form == "inline-key":
+        creds = dict(account, private_key=SA_PEM)
+    elif form == "key-file":
+        (tmp_path / "sa.pem").write_text(SA_PEM)
+        creds = dict(account, private_key_file=str(tmp_path / "sa.pem"))
+    else:
+        (tmp_path / "credentials.json").write_text(json.dumps({"subject-credentials": {
+            "type": "JWT", "alg": "RS256", "private-key": SA_PEM, "kid": PUBLIC_KEY_ID, "iss": SERVICE_ACCOUNT,
+            "sub": SERVICE_ACCOUNT}}))
+        creds = {"credentials_file": str(tmp_path / "credentials.json")}
+    topology, _warnings = discover("nebius", params(server), creds)
+    assert placement(topology, "h100-01") == (["leaf-1", "spine-1", "core-1"], "nvlgroup-1", None)
+    methods = [method for method, _request, _meta in server.requests]
+    assert methods == [EXCHANGE, METHOD]
+    assert server.requests[1][2]["authorization"] == f"Bearer {EXCHANGED}"
+
+
+def test_a_key_the_token_service_refuses_fails_without_the_key(fake_grpc):
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    with pytest.raises(Exception, match="no access token from the configured credentials") as info:
+        discover("nebius", dict(params(server), timeout=1),
+                 {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID, "private_key": other})
+    assert "PRIVATE KEY" not in str(info.value) and other.splitlines()[1] not in str(info.value)
+    assert [method for method, _request, _meta in server.requests][:1] == [EXCHANGE]
+    assert METHOD not in [method for method, _request, _meta in server.requests]
+
+
+def test_not_a_pem_key_is_named_without_showing_it(fake_grpc):
+    server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    with pytest.raises(Exception, match="nebius creds.private_key is not an unencrypted PEM RSA private key") as info:
+        discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID,
+                                            "private_key": "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n"})
+    assert "c2VjcmV0" not in str(info.value) and not server.requests
+
+
+def test_the_metadata_service_token_endpoint_gives_the_instance_token(fake_grpc, fake_http):
+    metadata = fake_http(lambda request: json_reply({"access_token": TOKEN, "expires_at": "2099-01-01T00:00:00Z"})
+                         if request.headers.get("metadata") == "true" else json_reply({}, status=403))
+    server = fake_grpc({METHOD: one_instance})
+    topology, _warnings = discover("nebius", params(server), {"token_endpoint": f"{metadata.url}/token"})
+    assert topology.nodes["h100-01"].domain == "nvlgroup-1"
+    assert metadata.paths() == ["/token"] and server.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
+
+
+def test_without_any_credential_the_forms_are_named(fake_grpc, monkeypatch):
+    monkeypatch.delenv("NEBIUS_IAM_TOKEN", raising=False)
+    server = fake_grpc({METHOD: one_instance})
+    with pytest.raises(Exception, match="needs creds.iam_token .* a service-account key .* creds.token_endpoint"):
+        discover("nebius", params(server), {})
+
+
+def service_account_case(start_http, start_grpc, tmp_path):
+    server = start_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    return (params(server), {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID,
+                             "private_key": SA_PEM},
+            [SA_PEM.splitlines()[1], SA_PEM.splitlines()[-2], EXCHANGED],
+            lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}" for _m, _r, meta in server.requests))
+
+
+def credentials_file_case(start_http, start_grpc, tmp_path):
+    server = start_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    path = tmp_path / "credentials.json"
+    path.write_text(json.dumps({"subject-credentials": {"alg": "RS256", "private-key": SA_PEM, "kid": PUBLIC_KEY_ID,
+                                                        "iss": SERVICE_ACCOUNT, "sub": SERVICE_ACCOUNT}}))
+    return (params(server), {"credentials_file": str(path)}, [SA_PEM.splitlines()[1], EXCHANGED],
+            lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}" for _m, _r, meta in server.requests))
+
+
+# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
+PLAYBOOK_FORMS = {"service-account-key": service_account_case, "credentials-file": credentials_file_case}
+
+
 def playbook_case(start_http, start_grpc):
     server = start_grpc({METHOD: lambda request, metadata: page([instance("computeinstance-a1", ["a", "b", "c"])])})
     return params(server), {"iam_token": TOKEN}, [TOKEN], \
         lambda: server.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])
+def test_a_service_account_id_or_key_with_a_bad_character_is_refused_by_name(fake_grpc, bad):
+    server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
+    with pytest.raises(Exception, match=r"creds.public_key_id contains .*; the value is not shown") as info:
+        discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "private_key": SA_PEM,
+                                            "public_key_id": bad.format(PUBLIC_KEY_ID)})
+    assert PUBLIC_KEY_ID not in str(info.value)
+    # A PEM key may hold line breaks (a YAML block adds one), never a non-ASCII or control character.
+    key = SA_PEM.replace("\n", "\u00e9\n", 1) if bad.endswith("\u00e9") else bad.format(SA_PEM)
+    if bad.endswith("\u00e9"):
+        with pytest.raises(Exception, match=r"creds.private_key contains a control or non-ASCII character") as info:
+            discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "private_key": key,
+                                                "public_key_id": PUBLIC_KEY_ID})
+        assert SA_PEM.splitlines()[1] not in str(info.value)
+        assert not server.requests
+    else:
+        topology, _warnings = discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT,
+                                                                  "private_key": key, "public_key_id": PUBLIC_KEY_ID})
+        assert topology.nodes["h100-01"].domain == "nvlgroup-1"

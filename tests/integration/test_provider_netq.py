@@ -192,13 +192,48 @@ def test_a_server_that_never_answers_times_out(server):
     (("POST", LOGIN), '{"access_token": "x", "premises": {}}', r"login: premises must be a list of objects"),
     (("GET", SELECT), '{"token": "x"}', r"premises 'dc1' \(opid 30002\): GET .*/select/opid/30002: missing access_token"),
     (("POST", FETCH), '{"nodes": []}', r"premises 'dc1' \(opid 30002\): the topology graph must be a list with one object"),
-    (("POST", FETCH), '[{"nodes": [{"compounded_nodes": [{"id": "n", "tier": 1}]}], "links": []}]',
-     r"nodes\[0\].compounded_nodes\[0\]: missing name"),
+    (("POST", FETCH), '[{"nodes": [{"compounded_nodes": [{"name": "n", "tier": 1}]}], "links": []}]',
+     r"nodes\[0\].compounded_nodes\[0\]: missing id"),
 ])
 def test_malformed_bodies_are_clear_errors(server, route, body, message):
     server.inject[route] = [text_reply(body, content_type="application/json")]
     with pytest.raises(RemoteAPIError, match=message):
         run(server)
+
+
+def graph_with(change):
+    """The fixture graph with ``change(node)`` applied to host dgx-03's record."""
+    graph = json.loads(json.dumps(GRAPH))
+    for group in graph[0]["nodes"]:
+        for node in group["compounded_nodes"]:
+            if node["name"] == "dgx-03":
+                change(node)
+    return graph
+
+
+@pytest.mark.parametrize("change, identifier, reason", [
+    (lambda node: node.update(name="dgx-03,evil"), "'dgx-03,evil'", "host name 'dgx-03,evil' contains"),
+    (lambda node: node.pop("tier"), "dgx-03", "compounded_nodes[5]: missing tier"),
+    (lambda node: node.update(tier="host"), "dgx-03", "tier must be an integer, got 'host'"),
+], ids=["host-name-not-a-name", "no-tier", "tier-not-an-integer"])
+def test_one_malformed_host_record_quarantines_that_host_and_the_others_are_mapped(server, change, identifier, reason):
+    server.graphs[30002] = graph_with(change)
+    topology, warnings = run(server)
+    assert len(topology.nodes) == 7 and "dgx-03" not in topology.nodes and "dgx-01" in topology.nodes
+    assert list(topology.quarantined) == [identifier] and topology.quarantined[identifier].source == "netq"
+    assert reason in topology.quarantined[identifier].reason
+    assert any(w.startswith("1 nodes quarantined (left out of the map): ") for w in warnings)
+    with pytest.raises(TopologyError, match=r"params.invalid_nodes is fail\)"):
+        run(server, invalid_nodes="fail")
+
+
+def test_one_nmx_domain_that_is_not_a_name_quarantines_that_node_only(server):
+    server.compute_nodes = [dict(COMPUTE_NODES[0], Name="dgx-01", DomainUUID="dom BlockName=evil"),
+                            dict(COMPUTE_NODES[1], Name="dgx-02")]
+    topology, warnings = run(server)
+    assert "dgx-01" not in topology.nodes and topology.nodes["dgx-02"].domain == COMPUTE_NODES[1]["DomainUUID"]
+    assert "DomainUUID 'dom BlockName=evil' contains" in topology.quarantined["dgx-01"].reason
+    assert any(w.startswith("1 nodes quarantined (left out of the map): dgx-01 (") for w in warnings)
 
 
 def test_wrong_credentials_fail_at_login_without_retrying_and_never_show_the_password(server):

@@ -11,7 +11,13 @@ ComputeHostCollection ``{items}`` with the ``opc-next-page`` header), then
 from __future__ import annotations
 
 import base64
+import datetime
+import hashlib
+import json
 import re
+import time
+
+import jwt
 
 import pytest
 from cryptography.exceptions import InvalidSignature
@@ -26,6 +32,7 @@ from tests.integration.fake_apis import (
     json_reply,
     placement,
     slurm_topology_run,
+    text_reply,
     topology_info_run,
 )
 
@@ -42,20 +49,24 @@ CREDS = {"tenancy_id": TENANCY, "user_id": USER, "fingerprint": FINGERPRINT, "pr
 AD1, AD2 = "Uocm:PHX-AD-1", "Uocm:PHX-AD-2"
 
 
-def signature_problem(request):
-    """None when the request carries a valid OCI signature by KEY; else what is wrong."""
-    match = re.fullmatch(r'Signature version="1",keyId="([^"]+)",algorithm="rsa-sha256",headers="([^"]+)",'
-                         r'signature="([^"]+)"', request.headers.get("authorization", ""))
-    if not match:
+def signature_problem(request, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
+    """None when the request carries a valid OCI signature by ``key`` under ``key_id``; else what is wrong.
+
+    The draft-cavage form the OCI SDK sends: ``Signature`` then ``name="value"`` parameters in any order.
+    """
+    header = request.headers.get("authorization", "")
+    if not header.startswith("Signature "):
         return "no Signature authorization header"
-    key_id, names, signature = match.groups()
-    if key_id != f"{TENANCY}/{USER}/{FINGERPRINT}" or names.split() != ["date", "(request-target)", "host"]:
-        return f"unexpected keyId or signed headers: {key_id} {names}"
+    fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
+    names = fields.get("headers", "").split()
+    if fields.get("keyId") != key_id or fields.get("algorithm") != "rsa-sha256" or fields.get("version") != "1" \
+            or names != ["date", "(request-target)", "host"]:
+        return f"unexpected keyId, algorithm or signed headers: {fields.get('algorithm')} {names}"
     lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
-             else f"{name}: {request.headers[name]}" for name in names.split()]
+             else f"{name}: {request.headers[name]}" for name in names]
     try:
-        KEY.public_key().verify(base64.b64decode(signature), "\n".join(lines).encode(), padding.PKCS1v15(),
-                                hashes.SHA256())
+        key.public_key().verify(base64.b64decode(fields.get("signature", "")), "\n".join(lines).encode(),
+                                padding.PKCS1v15(), hashes.SHA256())
     except InvalidSignature:
         return "the signature does not verify"
     return None
@@ -79,9 +90,9 @@ HOSTS = {
 }
 
 
-def make_route(pages=None):
+def make_route(pages=None, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
     def route(request):
-        problem = signature_problem(request)
+        problem = signature_problem(request, key, key_id)
         if problem:
             return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
         path = request.path.split("/20160918", 1)[-1]
@@ -173,7 +184,7 @@ def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
 
 def test_5xx_retries_are_bounded(fake_http, sleeps):
     server = fake_http(make_route({"p2": json_reply({"code": "ServiceUnavailable"}, 503)}))
-    with pytest.raises(Exception, match=r"/us-phoenix-1/iaas/20160918/computeHosts: HTTP 503 after 2 attempts"):
+    with pytest.raises(Exception, match=r"OCI ListComputeHosts in Uocm:PHX-AD-1: HTTP 503 after 2 attempts"):
         discover("oci", dict(params(server), retry_attempts=2), CREDS)
 
 
@@ -202,7 +213,249 @@ def test_credentials_from_the_oci_cli_environment(fake_http, monkeypatch, tmp_pa
     assert topology.nodes["gb-n01"].switch == "lb-1"
 
 
+SESSION_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+# A session token or RPST is a JWT; the SDK reads its claims (tenancy, expiry) unverified, the API verifies it.
+SESSION_TOKEN = jwt.encode({"sub": USER, "tenant": TENANCY, "res_tenant": TENANCY, "res_compartment": TENANCY,
+                            "exp": int(time.time()) + 3600, "iat": int(time.time())}, "a test key that only the fake API would hold, 32+ bytes",
+                           algorithm="HS256")
+# A passphrase with the characters a config file, a shell or a YAML scalar treat specially (a "{{" in a
+# playbook is Jinja: such a value is given !unsafe or from a vault, as any Ansible value).
+ODD_PASSPHRASE = 'p%s"\\$HOME {x} #;=\''
+
+
+def pem(key, passphrase=None):
+    encryption = serialization.BestAvailableEncryption(passphrase.encode()) if passphrase else \
+        serialization.NoEncryption()
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption).decode()
+
+
+def config_file(tmp_path, text):
+    path = tmp_path / "oci-config"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_config_file_profile_signs_with_its_key_and_the_passphrase_from_creds(fake_http, tmp_path):
+    key_file = tmp_path / "api_key.pem"
+    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
+    path = config_file(tmp_path, f"[DEFAULT]\nregion=us-ashburn-1\n\n[TOPOLOGY]\nuser={USER}\n"
+                                 f"fingerprint={FINGERPRINT}\ntenancy={TENANCY}\nkey_file={key_file}\n")
+    server = fake_http(make_route())
+    topology, _warnings = discover("oci", params(server), {"auth": "config_file", "config_file": path,
+                                                           "profile": "TOPOLOGY", "passphrase": ODD_PASSPHRASE})
+    assert topology.nodes["gb-n01"].switch == "lb-1"
+    assert server.requests and all(signature_problem(request) is None for request in server.requests)
+
+
+def test_a_missing_profile_or_file_is_named_without_values(fake_http, tmp_path):
+    path = config_file(tmp_path, f"[DEFAULT]\nuser={USER}\n")
+    server = fake_http(make_route())
+    with pytest.raises(Exception, match="oci creds.profile 'NOPE' is not in the config file"):
+        discover("oci", params(server), {"auth": "config_file", "config_file": path, "profile": "NOPE"})
+    with pytest.raises(Exception, match=r"oci creds.config_file '.*/missing': No such file or directory"):
+        discover("oci", params(server), {"auth": "config_file", "config_file": str(tmp_path / "missing")})
+    with pytest.raises(Exception, match="oci credentials: fingerprint missing, key_file missing, tenancy missing"):
+        discover("oci", params(server), {"auth": "config_file", "config_file": path})
+    assert not server.requests
+
+
+def test_a_session_token_profile_signs_as_st_token_with_the_session_key(fake_http, tmp_path):
+    """``oci session authenticate`` writes such a profile: security_token_file and the session key_file."""
+    token_file, key_file = tmp_path / "token", tmp_path / "session_key.pem"
+    token_file.write_text(SESSION_TOKEN + "\n")
+    key_file.write_text(pem(SESSION_KEY))
+    path = config_file(tmp_path, f"[SESSION]\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\nregion=us-phoenix-1\n"
+                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
+    server = fake_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
+    topology, _warnings = discover("oci", params(server), {"auth": "security_token", "config_file": path,
+                                                           "profile": "SESSION"})
+    assert topology.nodes["gb-n03"].domain == "gmf-2"
+    assert all(signature_problem(request, SESSION_KEY, f"ST${SESSION_TOKEN}") is None for request in server.requests)
+
+
+def test_resource_principal_v2_2_signs_with_the_rpst_and_its_key(fake_http, monkeypatch, tmp_path):
+    """RP 2.2 (functions, container instances): the RPST and the key as files, named by the environment."""
+    rpst, key_file = tmp_path / "rpst", tmp_path / "rp_key.pem"
+    rpst.write_text(SESSION_TOKEN)
+    key_file.write_text(pem(SESSION_KEY))
+    for name, value in {"OCI_RESOURCE_PRINCIPAL_VERSION": "2.2", "OCI_RESOURCE_PRINCIPAL_RPST": str(rpst),
+                        "OCI_RESOURCE_PRINCIPAL_PRIVATE_PEM": str(key_file),
+                        "OCI_RESOURCE_PRINCIPAL_REGION": "us-phoenix-1"}.items():
+        monkeypatch.setenv(name, value)
+    server = fake_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
+    topology, _warnings = discover("oci", params(server), {"auth": "resource_principal"})
+    assert topology.nodes["gb-n01"].sub_domain == "gmf-1.R01"
+    assert server.requests[0].query == {"compartmentId": TENANCY}  # the tenancy from the RPST's res_tenant claim
+
+
+def _rsa_pem(key):
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+class InstanceMetadataAndAuth:
+    """The instance metadata service (``/opc/v2``) and the federation endpoint (``/v1/x509``) on 127.0.0.1.
+
+    The metadata service serves a leaf certificate naming the tenancy (``OU=opc-tenant:<ocid>``), its key, an
+    intermediate and the region, to ``Authorization: Bearer Oracle`` only. The federation endpoint checks the
+    SDK's request signature (key id ``<tenancy>/fed-x509/<SHA-1 fingerprint>`` by the leaf key, over the body
+    headers too) and that the certificate sent is the leaf, then returns a token for the session public key it
+    was sent; the API then accepts only ``ST$<token>`` signed by that session key.
+    """
+
+    def __init__(self):
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        span = datetime.timedelta(hours=1)
+        self.ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.leaf_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "PKISVC Identity Intermediate r2")])
+        self.intermediate = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+                             .public_key(self.ca_key.public_key()).serial_number(x509.random_serial_number())
+                             .not_valid_before(now - span).not_valid_after(now + span)
+                             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                             .sign(self.ca_key, hashes.SHA256()))
+        leaf_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ocid1.instance.oc1.phx.i1"),
+                               x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "opc-instance:ocid1.instance.i1"),
+                               x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"opc-tenant:{TENANCY}")])
+        self.leaf = (x509.CertificateBuilder().subject_name(leaf_name).issuer_name(ca_name)
+                     .public_key(self.leaf_key.public_key()).serial_number(x509.random_serial_number())
+                     .not_valid_before(now - span).not_valid_after(now + span).sign(self.ca_key, hashes.SHA256()))
+        self.session_public = None
+        self.token = jwt.encode({"sub": "ocid1.instance.i1", "res_tenant": TENANCY, "exp": int(time.time()) + 3600},
+                                "a test key that only the fake auth service would hold", algorithm="HS256")
+        self.api = lambda request: json_reply({"code": "NotAuthenticated", "message": "no session yet"}, status=401)
+
+    def pem(self, cert):
+        return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+    def __call__(self, request):
+        if request.path.startswith("/opc/v2/"):
+            if request.headers.get("authorization") != "Bearer Oracle":
+                return json_reply({"code": "NotAuthorized"}, status=401)
+            documents = {"/opc/v2/instance/region": "us-phoenix-1", "/opc/v2/identity/cert.pem": self.pem(self.leaf),
+                         "/opc/v2/identity/key.pem": _rsa_pem(self.leaf_key),
+                         "/opc/v2/identity/intermediate.pem": self.pem(self.intermediate)}
+            if request.path not in documents:
+                return json_reply({"code": "NotFound"}, status=404)
+            return text_reply(documents[request.path])
+        if request.path == "/v1/x509":
+            return self.federate(request)
+        return self.api(request)
+
+    def federate(self, request):
+        from cryptography.hazmat.primitives.hashes import SHA1
+
+        fingerprint = ":".join(f"{byte:02X}" for byte in self.leaf.fingerprint(SHA1()))
+        problem = body_signature_problem(request, self.leaf_key, f"{TENANCY}/fed-x509/{fingerprint}")
+        if problem is None and request.headers.get("x-content-sha256") != base64.b64encode(
+                hashlib.sha256(request.body).digest()).decode():
+            problem = "x-content-sha256 is not the body's"
+        body = json.loads(request.body)
+        if problem is None and "".join(self.pem(self.leaf).splitlines()[1:-1]) != body.get("certificate"):
+            problem = "the certificate is not the instance's leaf"
+        if problem:
+            return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
+        self.session_public = serialization.load_pem_public_key(
+            f"-----BEGIN PUBLIC KEY-----\n{body['publicKey']}\n-----END PUBLIC KEY-----\n".encode())
+        self.api = make_route(key=_PublicKeyHolder(self.session_public), key_id=f"ST${self.token}")
+        return json_reply({"token": self.token})
+
+
+class _PublicKeyHolder:
+    """What signature_problem needs of a key: its public half."""
+
+    def __init__(self, public):
+        self._public = public
+
+    def public_key(self):
+        return self._public
+
+
+def body_signature_problem(request, key, key_id):
+    """signature_problem for a request with a body: the signed headers must cover the date, the target and the
+    body (``content-length content-type x-content-sha256``); the SDK's federation request leaves out ``host``."""
+    header = request.headers.get("authorization", "")
+    fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
+    names = fields.get("headers", "").split()
+    required = {"date", "(request-target)", "content-length", "content-type", "x-content-sha256"}
+    if fields.get("keyId") != key_id or not required <= set(names):
+        return f"unexpected keyId or signed headers: {names}"
+    lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
+             else f"{name}: {request.headers[name]}" for name in names]
+    try:
+        key.public_key().verify(base64.b64decode(fields.get("signature", "")), "\n".join(lines).encode(),
+                                padding.PKCS1v15(), hashes.SHA256())
+    except InvalidSignature:
+        return "the signature does not verify"
+    return None
+
+
+def test_instance_principal_federates_the_metadata_certificate_and_signs_with_the_session_key(fake_http, monkeypatch):
+    service = InstanceMetadataAndAuth()
+    server = fake_http(service)
+    monkeypatch.setenv("OCI_METADATA_BASE_URL", f"{server.url}/opc/v2")
+    topology, _warnings = discover("oci", params(server, federation_url=f"{server.url}/v1/x509"),
+                                   {"auth": "instance_principal"})
+    assert topology.nodes["gb-n01"].switch == "lb-1" and service.session_public is not None
+    paths = server.paths()
+    assert "/opc/v2/identity/cert.pem" in paths and paths.count("/v1/x509") == 1
+    api = [r for r in server.requests if "/20160918/" in r.path]
+    assert api and all(signature_problem(r, _PublicKeyHolder(service.session_public), f"ST${service.token}") is None
+                       for r in api)
+    assert api[0].query == {"compartmentId": TENANCY}  # the tenancy from the leaf certificate
+
+
 def playbook_case(start_http, start_grpc):
     server = start_http(make_route())
     return params(server), CREDS, [PASSPHRASE, PEM.splitlines()[1]], lambda: all(
         signature_problem(request) is None for request in server.requests)
+
+
+def config_file_case(start_http, start_grpc, tmp_path):
+    key_file = tmp_path / "api_key.pem"
+    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
+    path = config_file(tmp_path, f"[TOPOLOGY]\nuser={USER}\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
+                                 f"key_file={key_file}\n")
+    server = start_http(make_route())
+    return (params(server), {"auth": "config_file", "config_file": path, "profile": "TOPOLOGY",
+                             "passphrase": ODD_PASSPHRASE}, [ODD_PASSPHRASE],
+            lambda: bool(server.requests) and all(signature_problem(request) is None for request in server.requests))
+
+
+def session_token_case(start_http, start_grpc, tmp_path):
+    token_file, key_file = tmp_path / "token", tmp_path / "session_key.pem"
+    token_file.write_text(SESSION_TOKEN)
+    session_pem = pem(SESSION_KEY)
+    key_file.write_text(session_pem)
+    path = config_file(tmp_path, f"[SESSION]\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
+                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
+    server = start_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
+    # The token travels in every request's keyId: it must still never reach the output.
+    return (params(server), {"auth": "security_token", "config_file": path, "profile": "SESSION"},
+            [SESSION_TOKEN, session_pem.splitlines()[1]],
+            lambda: bool(server.requests) and all(
+                signature_problem(request, SESSION_KEY, f"ST${SESSION_TOKEN}") is None for request in server.requests))
+
+
+# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
+PLAYBOOK_FORMS = {"config-file-profile": config_file_case, "session-token": session_token_case}
+
+
+@pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])
+def test_a_profile_passphrase_or_session_token_with_a_bad_character_is_refused_by_name(fake_http, tmp_path, bad):
+    key_file, token_file = tmp_path / "key.pem", tmp_path / "token"
+    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
+    token_file.write_text(bad.format(SESSION_TOKEN).replace("\n", "\x07"))  # a control character, not white space
+    path = config_file(tmp_path, f"[P]\nuser={USER}\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
+                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
+    server = fake_http(make_route())
+    with pytest.raises(Exception, match=r"creds.passphrase contains .*; the value is not shown") as info:
+        discover("oci", params(server), {"auth": "config_file", "config_file": path, "profile": "P",
+                                         "passphrase": bad.format(ODD_PASSPHRASE)})
+    assert ODD_PASSPHRASE not in str(info.value)
+    with pytest.raises(Exception, match=r"security_token contains .*; the value is not shown") as info:
+        discover("oci", params(server), {"auth": "security_token", "config_file": path, "profile": "P"})
+    assert SESSION_TOKEN[:12] not in str(info.value) and not server.requests

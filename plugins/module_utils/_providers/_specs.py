@@ -241,15 +241,29 @@ OCI_PARAMS = _cloud_params(100, "`limit` of `ListComputeHosts`", {
                      "description": "Identity endpoint; `{region}` is replaced."},
     "compute_url": {"type": "str", "default": OCI_COMPUTE_URL, "description": "Core endpoint; `{region}` is replaced."},
     "concurrency": {"type": "int", "default": 8, "description": "`GetComputeHost` calls at a time; at least 1."},
+    "federation_url": {"type": "str",
+                       "description": "auth instance_principal: the federation endpoint (default the SDK's, "
+                                      "`https://auth.<region>.oraclecloud.com`); the metadata service is the SDK's "
+                                      "or `OCI_METADATA_BASE_URL`."},
 }, region="OCI region (`us-ashburn-1`)")
+OCI_AUTH_METHODS = ["api_key", "config_file", "security_token", "instance_principal", "resource_principal"]
 OCI_CREDS = {
-    "tenancy_id": {"type": "str", "description": "Tenancy OCID; else `OCI_CLI_TENANCY`."},
-    "user_id": {"type": "str", "description": "User OCID; else `OCI_CLI_USER`."},
-    "fingerprint": {"type": "str", "description": "The API key's fingerprint; else `OCI_CLI_FINGERPRINT`."},
+    "auth": {"type": "str", "choices": OCI_AUTH_METHODS, "default": "api_key",
+             "description": "How the SDK signs: an API key (the fields below), a `config_file` profile, a session "
+                            "token profile (`security_token`), `instance_principal`, `resource_principal` (the "
+                            "`OCI_RESOURCE_PRINCIPAL_*` variables)."},
+    "tenancy_id": {"type": "str", "description": "auth api_key: tenancy OCID; else `OCI_CLI_TENANCY`."},
+    "user_id": {"type": "str", "description": "auth api_key: user OCID; else `OCI_CLI_USER`."},
+    "fingerprint": {"type": "str", "description": "auth api_key: the key's fingerprint; else `OCI_CLI_FINGERPRINT`."},
     "private_key": {"type": "str", "no_log": True,
-                    "description": "The API signing key (PEM); else `OCI_CLI_KEY_CONTENT`."},
+                    "description": "auth api_key: the API signing key (PEM); else `OCI_CLI_KEY_CONTENT`."},
     "private_key_file": {"type": "path", "description": "Or its path; else `OCI_CLI_KEY_FILE`."},
-    "passphrase": {"type": "str", "no_log": True, "description": "The key's passphrase; else `OCI_CLI_PASSPHRASE`."},
+    "passphrase": {"type": "str", "no_log": True,
+                   "description": "The key's passphrase (api_key: else `OCI_CLI_PASSPHRASE`; a profile's "
+                                  "`pass_phrase` otherwise)."},
+    "config_file": {"type": "path",
+                    "description": "auth config_file or security_token: the OCI config file (default `~/.oci/config`)."},
+    "profile": {"type": "str", "description": "Its profile (default `DEFAULT`)."},
 }
 
 LAMBDA_API_URL = "https://cloud.lambda.ai"
@@ -261,20 +275,41 @@ LAMBDA_PARAMS = _cloud_params(200, "`page_size`", {
 }, region="Lambda region")
 LAMBDA_CREDS = {
     "token": {"type": "str", "no_log": True,
-              "description": "The API key (Bearer); else `LAMBDA_API_TOKEN`, else `LAMBDA_API_KEY`."},
+              "description": "The API key (Bearer); else `LAMBDA_API_TOKEN`, else `LAMBDA_API_KEY`, else the "
+                             "workload identity below."},
     "workspace_id": {"type": "str", "description": "The workspace, when not in params."},
+    "identity_lrn": {"type": "str",
+                     "description": "Workload identity: the identity to assume; else `LAMBDA_IDENTITY_LRN` (or "
+                                    "`LAMBDA_ROLE_LRN`), which lambda-pod-identity-webhook injects."},
+    "token_file": {"type": "path",
+                   "description": "Its projected service-account token; else `LAMBDA_WORKLOAD_IDENTITY_TOKEN_FILE`, "
+                                  "else `/var/run/secrets/lambda.ai/serviceaccount/token`."},
 }
 
 NEBIUS_ENDPOINT = "compute.api.nebius.cloud:443"
 NEBIUS_PARAMS = _cloud_params(200, "`page_size`", {
     "project_id": {"type": "str", "description": "The project (`project-...`); else `NEBIUS_PROJECT_ID`."},
-    "endpoint": {"type": "str", "default": NEBIUS_ENDPOINT, "description": "The gRPC endpoint."},
+    "endpoint": {"type": "str", "default": NEBIUS_ENDPOINT,
+                 "description": "The gRPC endpoint. The default uses the SDK's addresses (compute and the IAM token "
+                                "service under `api.nebius.cloud`); another value serves every service, token "
+                                "exchange included (a private endpoint, a test server)."},
     "tls": {"type": "bool", "default": True,
             "description": "`false` only for a plaintext test server; `ca_bundle` sets the roots."},
 }, region="region (optional: the project decides)")
 NEBIUS_CREDS = {
     "iam_token": {"type": "str", "no_log": True,
                   "description": "An IAM access token (`nebius iam get-access-token`); else `NEBIUS_IAM_TOKEN`."},
+    "service_account_id": {"type": "str",
+                           "description": "A service account (`serviceaccount-...`) whose key the SDK exchanges "
+                                          "for tokens; with `public_key_id` and `private_key` or `private_key_file`."},
+    "public_key_id": {"type": "str", "description": "The id of its authorized key (`publickey-...`)."},
+    "private_key": {"type": "str", "no_log": True, "description": "That key's private half (PEM, RSA)."},
+    "private_key_file": {"type": "path", "description": "Or its path."},
+    "credentials_file": {"type": "path",
+                         "description": "Or the CLI's service-account credentials file (JSON `subject-credentials`)."},
+    "token_endpoint": {"type": "str",
+                       "description": "Or the metadata service's token URL (the instance's service account; the "
+                                      "SDK sends `Metadata: true`, reads `access_token` and `expires_at`)."},
 }
 
 NSCALE_PARAMS = _cloud_params(100, "`limit`", {

@@ -10,14 +10,21 @@ reported and ignored, as Topograph does. The accelerator domain is
 
 params: ``instances`` (region = Lambda region), ``workspace_id`` (or creds, or
 ``LAMBDA_WORKSPACE_ID``), ``api_url`` (default https://cloud.lambda.ai).
-creds: ``token`` (else ``LAMBDA_API_TOKEN``, else ``LAMBDA_API_KEY``).
+creds: ``token`` (else ``LAMBDA_API_TOKEN``, else ``LAMBDA_API_KEY``); without one, Lambda's
+Kubernetes workload identity, as Topograph reads it: the identity ``LAMBDA_IDENTITY_LRN`` (or
+the older ``LAMBDA_ROLE_LRN``) and the pod's projected service-account token
+(``LAMBDA_WORKLOAD_IDENTITY_TOKEN_FILE``, default the webhook's mount) are exchanged at
+``POST <api_url>/api/v1/oidc/token`` (``{token, identity_lrn}`` -> ``{data: {access_token}}``)
+for a short-lived API key. A refused exchange says so without its body (the API answers a
+uniform 401).
 """
 
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "lambda"
@@ -25,15 +32,20 @@ PATH = "/api/v1/topology/instance"
 DEFAULT_API_URL = _specs.LAMBDA_API_URL
 DEFAULT_PAGE_SIZE = _specs.LAMBDA_PARAMS["page_size"]["default"]
 MAX_TIERS = 3
+OIDC_TOKEN_PATH = "/api/v1/oidc/token"
+IDENTITY_ENV = ("LAMBDA_IDENTITY_LRN", "LAMBDA_ROLE_LRN")
+TOKEN_FILE_ENV = ("LAMBDA_WORKLOAD_IDENTITY_TOKEN_FILE",)
+DEFAULT_TOKEN_FILE = "/var/run/secrets/lambda.ai/serviceaccount/token"
 
 
 def discover(params, creds, warn):
     regions, placed = _cloud.placements(params, NAME)
-    token = _cloud.secret(creds, "token", env=("LAMBDA_API_TOKEN", "LAMBDA_API_KEY"), required_by=NAME)
     workspace = _cloud.secret(creds, "workspace_id") or _cloud.setting(
         params, "workspace_id", env=("LAMBDA_WORKSPACE_ID",), required_by=NAME)
-    client = _cloud.http_client(params, _cloud.setting(params, "api_url", DEFAULT_API_URL),
-                                headers={"Authorization": f"Bearer {token}"})
+    api_url = _cloud.setting(params, "api_url", DEFAULT_API_URL)
+    token = _cloud.secret(creds, "token", env=("LAMBDA_API_TOKEN", "LAMBDA_API_KEY")) or \
+        _workload_identity_token(params, creds, api_url)
+    client = _cloud.http_client(params, api_url, headers={"Authorization": f"Bearer {token}"})
     size = _cloud.page_size(params, DEFAULT_PAGE_SIZE, warn)
     incomplete, too_long = [], []
     for region, _mapping in regions:
@@ -46,6 +58,37 @@ def discover(params, creds, warn):
     if too_long:
         warn(f"network paths longer than {MAX_TIERS} hops are not supported; ignored for: {hostlist.compress(too_long)}")
     return placed.topology(warn)
+
+
+def _workload_identity_token(params, creds, api_url):
+    """A short-lived API key for the pod's workload identity (an explicit token takes precedence, as in Topograph)."""
+    identity = _cloud.setting(creds, "identity_lrn", env=IDENTITY_ENV)
+    if not identity:
+        raise TopologyError("the lambda provider needs creds.token (or the environment variable LAMBDA_API_TOKEN or "
+                            "LAMBDA_API_KEY), or a workload identity: creds.identity_lrn or LAMBDA_IDENTITY_LRN, which "
+                            "lambda-pod-identity-webhook injects into pods whose service account is annotated "
+                            "lambda.ai/identity-lrn")
+    path = _cloud.setting(creds, "token_file", DEFAULT_TOKEN_FILE, env=TOKEN_FILE_ENV)
+    try:
+        account_token = _input_file.read_text(path, "lambda creds.token_file", path_is_secret=True).strip()
+    except _input_file.InputFileError as exc:
+        raise TopologyError(str(exc)) from None
+    if not account_token:
+        raise TopologyError("lambda creds.token_file: the service-account token file is empty")
+    _cloud.secret({"token_file": account_token}, "token_file")  # no line break or control character inside
+    client = _cloud.http_client(params, api_url, headers={"Content-Type": "application/json"})
+    try:
+        body = client.json("POST", OIDC_TOKEN_PATH, json={"token": account_token, "identity_lrn": identity})
+    except RemoteAPIError as exc:
+        # The body could echo the service-account token: only the status is shown.
+        raise RemoteAPIError(f"POST {OIDC_TOKEN_PATH}: the workload-identity token exchange for {identity!r} failed"
+                             f"{f' (HTTP {exc.status})' if exc.status else ''}", exc.status) from None
+    data = body.get("data") if isinstance(body, dict) else None
+    token = data.get("access_token") if isinstance(data, dict) else None
+    if not isinstance(token, str) or not token:
+        raise RemoteAPIError(f"POST {OIDC_TOKEN_PATH}: the token exchange returned no data.access_token")
+    _cloud.secret({"access_token": token}, "access_token")
+    return token
 
 
 def _page(client, query, page):

@@ -1,33 +1,38 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Nebius: ``nebius.compute.v1.InstanceService/List`` over gRPC (the Nebius API has no REST form).
+"""Nebius: ``nebius.compute.v1.InstanceService/List`` over gRPC, through the ``nebius`` SDK.
 
-``ListInstancesRequest{parent_id = project, page_size, page_token}`` pages through the project's
-instances. Each ``Instance`` gives ``metadata.id`` (the instance id mapped to a node),
-``spec.nvl_instance_group_id`` (the accelerator domain) and
-``status.infiniband_topology_path.path``: exactly 3 switch ids, root first, or the instance has no
-topology data (Topograph's rule). Only those fields are decoded, straight from the protobuf
-wire format, so the module needs ``grpcio`` but no generated Nebius code.
+The SDK (imported only when this provider runs) sends ``ListInstancesRequest{parent_id = project,
+page_size, page_token}`` and decodes ``ListInstancesResponse`` with its generated messages. Each
+``Instance`` gives ``metadata.id`` (the instance id mapped to a node), ``spec.nvl_instance_group_id``
+(the accelerator domain) and ``status.infiniband_topology_path.path``: exactly 3 switch ids, root
+first, or the instance has no topology data (Topograph's rule).
+
+Credentials, first found: ``creds.iam_token`` (else ``NEBIUS_IAM_TOKEN``); a service-account key
+(``service_account_id``, ``public_key_id``, ``private_key`` or ``private_key_file``, or the CLI's
+``credentials_file``), which the SDK signs into a JWT and exchanges at the IAM token service
+(``nebius.iam.v1.TokenExchangeService/Exchange``); the metadata service's token endpoint
+(``token_endpoint``, an instance's service account). The SDK's own retries are off:
+``_http.call_with_retries`` applies the collection's one policy (server pushback, backoff).
 
 params: ``instances`` (the region is optional: the project decides), ``project_id`` (else
-``NEBIUS_PROJECT_ID``), ``endpoint`` (default ``compute.api.nebius.cloud:443``), ``tls``
-(default true; false only for a plaintext test server). creds: ``iam_token`` (else
-``NEBIUS_IAM_TOKEN``, as the Nebius CLI and SDKs read it).
+``NEBIUS_PROJECT_ID``), ``endpoint`` (default: the SDK's addresses under ``api.nebius.cloud``;
+another value serves every service, token exchange included), ``tls`` (default true; false only
+for a plaintext test server), ``ca_bundle``.
 """
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import RetryableError, call_with_retries, paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
+    NodeDataError,
+    RemoteAPIError,
+    TopologyError,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
-
-try:
-    import grpc
-
-    HAS_GRPC = True
-except ImportError:  # pragma: no cover - exercised only where grpcio is missing
-    HAS_GRPC = False
 
 NAME = "nebius"
 METHOD = "/nebius.compute.v1.InstanceService/List"
@@ -35,188 +40,221 @@ DEFAULT_ENDPOINT = _specs.NEBIUS_ENDPOINT
 DEFAULT_PAGE_SIZE = _specs.NEBIUS_PARAMS["page_size"]["default"]
 PATH_LENGTH = 3
 RETRY_CODES = ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED")
+CLOSE_TIMEOUT = 5.0
+USER_AGENT = "aifactory.topology"
 
 
 def discover(params, creds, warn):
-    if not HAS_GRPC:
-        raise TopologyError("the nebius provider needs the Python library 'grpcio' on the host that runs it")
+    try:
+        import nebius.sdk  # noqa: F401  # pylint: disable=unused-import
+    except ImportError:
+        raise TopologyError("the nebius provider needs the Python library 'nebius' (the Nebius SDK) on the host "
+                            "that runs it") from None
     _regions, placed = _cloud.placements(params, NAME, require_region=False)
-    token = _cloud.secret(creds, "iam_token", env=("NEBIUS_IAM_TOKEN",), required_by=NAME)
+    credentials = _credentials(creds)
     project = _cloud.setting(params, "project_id", env=("NEBIUS_PROJECT_ID",), required_by=NAME)
     size = _cloud.page_size(params, DEFAULT_PAGE_SIZE, warn)
     bad_paths = []
-    with _channel(params) as channel:
-        call = channel.unary_unary(METHOD)  # bytes in, bytes out: the codec is below
-        for instance in paginate(lambda page: _page(call, params, token, project, size, page)):
+    sdk = _sdk(params, credentials)
+    try:
+        from nebius.api.nebius.compute.v1 import InstanceServiceClient
+
+        if not isinstance(credentials, str) and hasattr(credentials, "read"):  # a service-account key
+            _token(sdk, params)
+
+        service = InstanceServiceClient(sdk)
+        for instance in paginate(lambda page: _page(service, params, project, size, page)):
             _place(placed, instance, bad_paths)
+    finally:
+        sdk.sync_close(timeout=CLOSE_TIMEOUT)
     if bad_paths:
         warn(f"InfiniBand topology paths without exactly {PATH_LENGTH} switches are ignored for: {', '.join(bad_paths)}")
     return placed.topology(warn)
 
 
-def _channel(params):
+def _credentials(creds):
+    """What the SDK's Channel takes as ``credentials``; messages never show a value."""
+    token = _cloud.secret(creds, "iam_token", env=("NEBIUS_IAM_TOKEN",))
+    if token:
+        return token
+    from nebius.base.service_account.service_account import ServiceAccount
+    from nebius.base.service_account.static import Reader
+
+    account = _cloud.secret(creds, "service_account_id")
+    if account:
+        key_id = _cloud.secret(creds, "public_key_id", required_by=NAME)
+        pem = _cloud.secret(creds, "private_key", multiline=True)
+        if not pem:
+            path = _cloud.secret(creds, "private_key_file", required_by=NAME)
+            pem = _read(path, "nebius creds.private_key_file")
+        return Reader(ServiceAccount(_rsa_key(pem, "creds.private_key"), key_id, account))
+    if creds.get("credentials_file"):
+        return Reader(_credentials_file(creds["credentials_file"]))
+    endpoint = creds.get("token_endpoint")
+    if endpoint:
+        from nebius.aio.token.imds import Bearer
+
+        return Bearer(endpoint)
+    raise TopologyError("the nebius provider needs creds.iam_token (or the environment variable NEBIUS_IAM_TOKEN), "
+                        "a service-account key (creds.service_account_id, public_key_id, private_key or "
+                        "private_key_file), creds.credentials_file, or creds.token_endpoint")
+
+
+def _credentials_file(path):
+    """The Nebius CLI's service-account credentials file: ``{subject-credentials: {alg, private-key, kid, iss, sub}}``."""
+    from nebius.base.service_account.service_account import ServiceAccount
+
+    text = _read(path, "nebius creds.credentials_file")
+    try:
+        subject = json.loads(text)["subject-credentials"]
+        fields = {key: subject[key] for key in ("alg", "private-key", "kid", "iss", "sub")}
+    except (ValueError, KeyError, TypeError):
+        raise TopologyError("nebius creds.credentials_file is not a service-account credentials file "
+                            "({subject-credentials: {alg, private-key, kid, iss, sub}}); its content is not shown") from None
+    if not all(isinstance(value, str) for value in fields.values()) or fields["alg"] != "RS256" or \
+            fields["iss"] != fields["sub"]:
+        raise TopologyError("nebius creds.credentials_file: alg must be RS256 and iss equal sub (all strings)")
+    for key in ("kid", "sub"):
+        _cloud.secret(fields, key)
+    return ServiceAccount(_rsa_key(fields["private-key"], "the credentials file's private-key"), fields["kid"],
+                          fields["sub"])
+
+
+def _rsa_key(pem, what):
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        # Never echo the key: name only what is wrong with it.
+        raise TopologyError(f"nebius {what} is not an unencrypted PEM RSA private key") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise TopologyError(f"nebius {what} must be an RSA key (Nebius service-account keys are RSA)")
+    return key
+
+
+def _read(path, what, path_is_secret=True):
+    try:
+        return _input_file.read_text(path, what, path_is_secret=path_is_secret)
+    except _input_file.InputFileError as exc:
+        raise TopologyError(str(exc)) from None
+
+
+def _sdk(params, credentials):
+    import grpc
+    from nebius.base.options import INSECURE
+    from nebius.base.resolver import Constant
+    from nebius.sdk import SDK
+
     endpoint = _cloud.setting(params, "endpoint", DEFAULT_ENDPOINT)
+    kwargs = {"credentials": credentials, "user_agent_prefix": USER_AGENT}
+    if endpoint != DEFAULT_ENDPOINT:
+        kwargs["resolver"] = Constant(endpoint)  # one address serves every service (token exchange too)
     if not params["tls"]:
-        return grpc.insecure_channel(endpoint)
-    _verify, ca_bundle = _cloud.tls_settings(params)
-    roots = None
-    if ca_bundle:
-        try:
-            roots = _input_file.read_text(ca_bundle, "params.ca_bundle").encode()  # PEM
-        except _input_file.InputFileError as exc:
-            raise TopologyError(str(exc)) from None
-    return grpc.secure_channel(endpoint, grpc.ssl_channel_credentials(root_certificates=roots))
+        kwargs["options"] = [(INSECURE, True)]
+    else:
+        _verify, ca_bundle = _cloud.tls_settings(params)
+        if ca_bundle:
+            roots = _read(ca_bundle, "params.ca_bundle", path_is_secret=False).encode()  # PEM
+            kwargs["tls_credentials"] = grpc.ssl_channel_credentials(root_certificates=roots)
+    return SDK(**kwargs)
 
 
-def _page(call, params, token, project, size, page):
+def _page(service, params, project, size, page):
+    from nebius.aio.request import RequestError
+    from nebius.api.nebius.compute.v1 import ListInstancesRequest
+
     settings = _cloud.client_settings(params)
-    request = _string(1, project) + _varint_field(2, size) + (_string(3, page) if page else b"")
     what = f"Nebius {METHOD} (project {project})"
 
     def attempt():
+        request = service.list(ListInstancesRequest(parent_id=project, page_size=size, page_token=page or ""),
+                               timeout=settings["timeout"], auth_timeout=settings["timeout"] * 2, retries=0)
         try:
-            return call(request, timeout=settings["timeout"], metadata=(("authorization", f"Bearer {token}"),))
-        except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            name = code.name if code is not None else "UNKNOWN"
+            return request.wait()
+        except RequestError as exc:
+            name, details = _status(exc)
             if name in RETRY_CODES:
-                raise RetryableError(f"gRPC {name}", _pushback(exc)) from None
+                raise RetryableError(f"gRPC {name}", _pushback(request)) from None
             hint = " (the caller needs a role that allows compute.instance.list, e.g. viewer)" if name in (
                 "UNAUTHENTICATED", "PERMISSION_DENIED") else ""
-            details = exc.details() if hasattr(exc, "details") else ""
             raise RemoteAPIError(f"{what}: gRPC {name}: {details}{hint}", name) from None
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # the SDK's token and decode errors
+            raise RemoteAPIError(f"{what}: {_sdk_problem(exc)}") from None
 
     response = call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
                                  max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
+    from nebius.api.nebius.compute.v1 import ListInstancesResponse
+
+    if not isinstance(response, ListInstancesResponse):  # the SDK gives None for a body that does not decode
+        raise RemoteAPIError(f"{what}: the response is not a ListInstancesResponse")
+    return list(response.items), response.next_page_token
+
+
+def _token(sdk, params):
+    """Get the exchanged token first, so a refused key says so (the SDK would retry it until the
+    call's deadline); the message names the failure, never the key or a token."""
+    timeout = _cloud.client_settings(params)["timeout"]
     try:
-        return _decode_list_response(response)
-    except ValueError as exc:
-        raise RemoteAPIError(f"{what}: the response is not a ListInstancesResponse: {exc}") from None
+        sdk.get_token_sync(timeout)
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # every SDK token failure is reported
+        name, details = _status(exc)
+        cause = exc.__cause__ or exc.__context__
+        if name == "UNKNOWN" and cause is not None:
+            name, details = _status(cause)
+        reason = f"gRPC {name}: {details}" if name != "UNKNOWN" else (
+            f"{type(exc).__name__}: the token service refused the key or did not answer within "
+            f"{timeout:g} s")
+        raise RemoteAPIError(f"Nebius: no access token from the configured credentials ({reason})",
+                             name if name != "UNKNOWN" else None) from None
 
 
-def _pushback(error):
+def _status(error):
+    status = getattr(error, "status", None)
+    code = getattr(status, "code", None)
+    name = getattr(code, "name", None) or "UNKNOWN"
+    return name, str(getattr(status, "message", "") or "")[:300]
+
+
+def _sdk_problem(error):
+    """A short reason for an SDK failure outside a gRPC status (a token that could not be had, a body that does not
+    decode): its type, and its text only when that holds no credential."""
+    text = str(error)
+    if "decode" in text.lower() or "parse" in text.lower() or type(error).__name__ == "DecodeError":
+        return "the response is not a ListInstancesResponse"
+    return f"{type(error).__name__}: {text[:200]}"
+
+
+def _pushback(request):
     """gRPC's server pushback (``grpc-retry-pushback-ms`` trailer), the analogue of Retry-After."""
     try:
-        for key, value in error.trailing_metadata() or ():
+        for key, value in request.trailing_metadata_sync() or ():
             if key == "grpc-retry-pushback-ms":
                 return int(value) / 1000.0
-    except (AttributeError, TypeError, ValueError):
+    except Exception:  # pylint: disable=broad-exception-caught  # no trailers: our backoff applies
         pass
     return None
 
 
 def _place(placed, instance, bad_paths):
-    instance_id = instance["id"]
+    instance_id = instance.metadata.id
+    if not instance_id:
+        raise RemoteAPIError(f"Nebius {METHOD}: an instance without metadata.id")
     if not placed.wants(instance_id):
         return
-    path = instance["path"]
-    if path is None:
-        return  # no infiniband_topology_path: no topology data
-    if len(path) != PATH_LENGTH:
-        bad_paths.append(f"{placed.requested[instance_id]} ({len(path)})")
-        return
-    placed.add(instance_id, list(reversed(path)), instance["nvl_group"])
-
-
-# -- protobuf wire format: just the fields used -------------------------------------------
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _varint_field(number, value):
-    return _varint(number << 3) + _varint(value)
-
-
-def _string(number, text):
-    data = text.encode()
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def _fields(data):
-    """(field number, value) for each field; length-delimited values as bytes."""
-    position, end = 0, len(data)
-    while position < end:
-        key, position = _read_varint(data, position)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, position = _read_varint(data, position)
-        elif wire_type == 2:
-            length, position = _read_varint(data, position)
-            value = data[position:position + length]
-            position += length
-        elif wire_type in (1, 5):
-            size = 8 if wire_type == 1 else 4
-            value = data[position:position + size]
-            position += size
-        else:
-            raise ValueError(f"unsupported wire type {wire_type} for field {number}")
-        if position > end or number == 0:
-            raise ValueError("truncated or corrupt message")
-        yield number, value
-
-
-def _read_varint(data, position):
-    result = shift = 0
-    while True:
-        if position >= len(data) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return result, position
-
-
-def _text(value):
-    if not isinstance(value, bytes):
-        raise ValueError("a string field has the wrong wire type")
-    return value.decode("utf-8")
-
-
-def _message(value):
-    if not isinstance(value, bytes):
-        raise ValueError("a message field has the wrong wire type")
-    return value
-
-
-def _decode_list_response(data):
-    """ListInstancesResponse{repeated Instance items = 1; string next_page_token = 2}."""
-    instances, token = [], None
-    for number, value in _fields(data):
-        if number == 1:
-            instances.append(_decode_instance(_message(value)))
-        elif number == 2:
-            token = _text(value)
-    return instances, token
-
-
-def _decode_instance(data):
-    """Instance{metadata = 1 {id = 1}, spec = 2 {nvl_instance_group_id = 21},
-    status = 3 {infiniband_topology_path = 10 {repeated path = 1}}}."""
-    instance = {"id": None, "nvl_group": None, "path": None}
-    for number, value in _fields(data):
-        if number == 1:
-            for field, inner in _fields(_message(value)):
-                if field == 1:
-                    instance["id"] = _text(inner)
-        elif number == 2:
-            for field, inner in _fields(_message(value)):
-                if field == 21:
-                    instance["nvl_group"] = _text(inner) or None
-        elif number == 3:
-            for field, inner in _fields(_message(value)):
-                if field == 10:
-                    instance["path"] = [_text(hop) for key, hop in _fields(_message(inner)) if key == 1]
-    if not instance["id"]:
-        raise ValueError("an instance without metadata.id")
-    return instance
+    with placed.instance(instance_id):
+        status = instance.status
+        if status is None or status.infiniband_topology_path is None:
+            return  # no infiniband_topology_path: no topology data
+        path = list(status.infiniband_topology_path.path)
+        if not path:
+            return
+        if len(path) != PATH_LENGTH:
+            bad_paths.append(f"{placed.requested[instance_id]} ({len(path)})")
+            return
+        if not all(path):
+            raise NodeDataError(f"Nebius instance {instance_id!r}: an empty switch id in infiniband_topology_path")
+        group = instance.spec.nvl_instance_group_id if instance.spec is not None else ""
+        placed.add(instance_id, list(reversed(path)), group or None)

@@ -90,7 +90,8 @@ def _discover(params, username, password, warn):
     if not topology.nodes:
         raise TopologyError("none of params.nodes is a host (tier -1) of the NetQ topology" if wanted is not None
                             else "the NetQ topology has no host (tier -1) linked to a switch")
-    missing = sorted(wanted - set(topology.nodes), key=hostlist.natural_key) if wanted is not None else []
+    quarantined = {record.node for record in topology.quarantined.values()}
+    missing = sorted(wanted - set(topology.nodes) - quarantined, key=hostlist.natural_key) if wanted is not None else []
     if missing:
         warn(f"{len(missing)} nodes are not in the NetQ topology and get no switch: {hostlist.compress(missing)}")
         for name in missing:
@@ -118,13 +119,21 @@ def add_graph(topology, graph, wanted=None, where="NetQ topology graph", prefix=
     for index, group in enumerate(_list(graph[0], "nodes", where)):
         for position, node in enumerate(_list(group, "compounded_nodes", f"{where}: nodes[{index}]")):
             node_where = f"{where}: nodes[{index}].compounded_nodes[{position}]"
-            require_keys(node, ["id", "name", "tier"], node_where)
-            tier = node["tier"]
-            if isinstance(tier, bool) or not isinstance(tier, int):
-                raise HttpError(f"{node_where}: tier must be an integer, got {tier!r}")
-            node_id, name = str(node["id"]), str(node["name"])
+            record = _node_record(node, node_where)
+            if isinstance(record, str):  # one node's record is unusable: that node is quarantined
+                identifier = node.get("name") if isinstance(node.get("name"), str) and node.get("name") else \
+                    str(node["id"])
+                if wanted is None or identifier in wanted:
+                    topology.quarantine(identifier, "netq", record)
+                continue
+            node_id, name, tier = record
             tiers[node_id] = tier
             if tier == HOST_TIER:
+                problem = name_problem(name)
+                if problem is not None:
+                    if wanted is None or name in wanted:
+                        topology.quarantine(name, "netq", f"{node_where}: host name {problem}")
+                    continue
                 hosts[node_id] = name
             else:
                 names[node_id] = name
@@ -149,6 +158,21 @@ def add_graph(topology, graph, wanted=None, where="NetQ topology graph", prefix=
     return _merger.add_tree(topology, tiers_up, names, prefix)
 
 
+def _node_record(node, where):
+    """``(id, name, tier)`` of one graph node, or why that node's record is unusable.
+
+    A record without an id cannot be linked or named: that is the graph's problem (an error).
+    """
+    require_keys(node, ["id"], where)
+    missing = [key for key in ("name", "tier") if key not in node]
+    if missing:
+        return f"{where}: missing {', '.join(missing)}"
+    tier = node["tier"]
+    if isinstance(tier, bool) or not isinstance(tier, int):
+        return f"{where}: tier must be an integer, got {clip(tier)}"
+    return str(node["id"]), str(node["name"]), tier
+
+
 def _list(document, key, where):
     value = require_keys(document, [key], where)[key]
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
@@ -164,22 +188,28 @@ def _add_nvlink_domains(topology, params, api_url, basic_auth, warn):
         nodes = client.json("GET", NMX_COMPUTE_NODES)
         if not isinstance(nodes, list):
             raise HttpError(f"GET {client.url(NMX_COMPUTE_NODES)}: expected a list of compute nodes")
-        domains = {}
+        domains, refused = {}, {}
         for index, node in enumerate(nodes):
-            require_keys(node, ["Name", "DomainUUID"], f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]")
+            where = f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]"
+            require_keys(node, ["Name", "DomainUUID"], where)
             name, domain = node["Name"], node["DomainUUID"]
             if name and domain:
-                if not isinstance(name, str) or not isinstance(domain, str):
-                    raise HttpError(f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]: Name and DomainUUID must be "
-                                    f"strings, got {clip(name)} and {clip(domain)}")
-                problem = name_problem(domain)
+                if not isinstance(name, str):
+                    raise HttpError(f"{where}: Name must be a string, got {clip(name)}")
+                # One node's NVLink domain that is not a string or a name: that node is quarantined.
+                problem = name_problem(domain) if isinstance(domain, str) else \
+                    f"must be a string, got {clip(domain)}"
                 if problem:
-                    raise HttpError(f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}].DomainUUID: {problem}")
-                domains[name] = domain
+                    refused[name] = f"{where}.DomainUUID {problem}"
+                else:
+                    domains[name] = domain
     except AifactoryTopologyError as exc:
         # Documented as best effort: any failure of NMX (HTTP, body, values) is this warning.
         warn(f"NVLink domains from NMX are not available, so the topology has no accelerator domains: {exc}")
         return
+    for name, reason in refused.items():
+        if name in topology.nodes:
+            topology.quarantine(name, "netq", reason)
     unknown = sorted((name for name in domains if name not in topology.nodes), key=hostlist.natural_key)
     for name, domain in domains.items():
         if name in topology.nodes:

@@ -2,176 +2,277 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """OCI: compute hosts and their network blocks, GPU memory fabric as the accelerator domain.
 
-Per region: Identity ``ListAvailabilityDomains`` (compartment = tenancy), then per availability
-domain Core ``ListComputeHosts`` (paged by the ``opc-next-page`` header, ``limit=page_size``),
-then ``GetComputeHost`` for each requested instance's host (a few at a time). Tiers, closest
-first: ``localBlockId``, ``networkBlockId``, ``hpcIslandId`` (all three or no topology data);
-domain ``gpuMemoryFabricId``, sub-domain ``<fabric>.<rack>`` when the host reports
+Through Oracle's ``oci`` SDK (imported only when this provider runs). Per region: Identity
+``ListAvailabilityDomains`` (compartment = tenancy), then per availability domain Core
+``ListComputeHosts`` (paged by ``opc-next-page``, ``limit=page_size``), then ``GetComputeHost``
+for each requested instance's host (a few at a time). Tiers, closest first: ``localBlockId``,
+``networkBlockId``, ``hpcIslandId`` (all three or no topology data); domain
+``gpuMemoryFabricId``, sub-domain ``<fabric>.<rack>`` when the host reports
 ``additionalData.locationDetails.rack``. Switches get Topograph's normalised names
-(``switch.<tier>.<n>``): OCIDs are too long for Slurm files.
+(``switch.<tier>.<n>``): OCIDs are too long for Slurm files. A host record of the wrong shape
+quarantines its instance's node.
 
-Requests are signed with an API signing key (HTTP Signature, rsa-sha256, the ``cryptography``
-library). params: ``instances`` (region = OCI region), ``compartment_id`` (default: the tenancy),
-``identity_url``/``compute_url`` (``{region}`` is replaced), ``concurrency``. creds:
-``tenancy_id``, ``user_id``, ``fingerprint``, ``private_key`` (PEM) or ``private_key_file``,
-``passphrase``; else the OCI CLI's variables ``OCI_CLI_TENANCY``, ``OCI_CLI_USER``,
-``OCI_CLI_FINGERPRINT``, ``OCI_CLI_KEY_CONTENT``/``OCI_CLI_KEY_FILE``, ``OCI_CLI_PASSPHRASE``.
+The SDK signs every request; ``creds.auth`` picks the signer (the OCI CLI's ``--auth`` forms):
+``api_key`` (tenancy, user, fingerprint and key in creds or the ``OCI_CLI_*`` variables),
+``config_file`` (a profile of an OCI config file), ``security_token`` (a session token profile:
+``security_token_file`` and ``key_file``), ``instance_principal`` (the instance metadata service's
+certificate exchanged for a token at the federation endpoint) and ``resource_principal`` (the
+``OCI_RESOURCE_PRINCIPAL_*`` variables, versions 2.2 and later). The SDK's own retries are off:
+``_http.call_with_retries`` applies the collection's one policy (``Retry-After``, backoff).
 """
 
 from __future__ import annotations
 
-import base64
-import email.utils
-import hashlib
+import os
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
+    RetryableError,
+    call_with_retries,
+    paginate,
+    retry_after_seconds,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._model import normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
+    NodeDataError,
+    RemoteAPIError,
+    TopologyError,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
-try:
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-    HAS_CRYPTOGRAPHY = True
-except ImportError:  # pragma: no cover - exercised only where cryptography is missing
-    HAS_CRYPTOGRAPHY = False
-
-try:
-    from requests.auth import AuthBase
-except ImportError:  # pragma: no cover - HttpClient reports the missing library
-    AuthBase = object
-
 NAME = "oci"
-API_VERSION = "/20160918"
 DEFAULT_IDENTITY_URL = _specs.OCI_IDENTITY_URL
 DEFAULT_COMPUTE_URL = _specs.OCI_COMPUTE_URL
 DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS["page_size"]["default"]
+DEFAULT_CONFIG_FILE = "~/.oci/config"
+TIER_FIELDS = ("local_block_id", "network_block_id", "hpc_island_id")
+
+
+def _sdk():
+    try:
+        import oci
+    except ImportError:
+        raise TopologyError("the oci provider needs the Python library 'oci' (Oracle's SDK) on the host that "
+                            "runs it") from None
+    return oci
 
 
 def discover(params, creds, warn):
+    oci = _sdk()
     regions, placed = _cloud.placements(params, NAME)
-    signer = Signer.from_creds(creds)
-    compartment = _cloud.setting(params, "compartment_id") or signer.tenancy
+    config, signer, tenancy = credentials(oci, creds, params, regions[0][0])
+    compartment = _cloud.setting(params, "compartment_id") or tenancy
     limit = _cloud.page_size(params, DEFAULT_PAGE_SIZE, warn)
     workers = _cloud.at_least(params, "concurrency", 1)
     for region, _mapping in regions:
-        identity = _cloud.http_client(params, _url(params, "identity_url", DEFAULT_IDENTITY_URL, region), auth=signer)
-        compute = _cloud.http_client(params, _url(params, "compute_url", DEFAULT_COMPUTE_URL, region), auth=signer)
-        domains = identity.json("GET", f"{API_VERSION}/availabilityDomains", params={"compartmentId": signer.tenancy})
-        if not isinstance(domains, list) or not all(isinstance(d, dict) and d.get("name") for d in domains):
-            raise RemoteAPIError(f"OCI ListAvailabilityDomains in {region}: expected a list of {{name}}, "
-                                 f"got {str(domains)[:100]}")
+        identity = _client(oci, oci.identity.IdentityClient, config, signer, params,
+                           _url(params, "identity_url", DEFAULT_IDENTITY_URL, region), region)
+        compute = _client(oci, oci.core.ComputeClient, config, signer, params,
+                          _url(params, "compute_url", DEFAULT_COMPUTE_URL, region), region)
+        domains = _call(oci, params, f"OCI ListAvailabilityDomains in {region}",
+                        lambda: identity.list_availability_domains(tenancy)).data
+        if not isinstance(domains, list) or not all(isinstance(getattr(d, "name", None), str) and d.name
+                                                    for d in domains):
+            raise RemoteAPIError(f"OCI ListAvailabilityDomains in {region}: expected a list of {{name}}")
         for domain in domains:
-            hosts = [host for host in paginate(lambda page: _hosts_page(compute, compartment, domain["name"], limit, page))
-                     if placed.wants(host.get("instanceId"))]
+            hosts = [host for host in paginate(lambda page: _hosts_page(oci, params, compute, compartment,
+                                                                        domain.name, limit, page))
+                     if placed.wants(host.instance_id)]
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                details = list(pool.map(lambda host: _host(compute, host), hosts))
-            for host in details:
-                _place(placed, host)
+                details = list(pool.map(lambda host: _host(oci, params, compute, host), hosts))
+            for instance_id, host in details:
+                with placed.instance(instance_id):
+                    _place(placed, instance_id, host)
     return normalize_switch_names(placed.topology(warn))
+
+
+def credentials(oci, creds, params, region):
+    """``(config, signer, tenancy OCID)`` for ``creds.auth``; no message shows a secret or a key path."""
+    auth = creds.get("auth") or "api_key"
+    try:
+        if auth == "api_key":
+            config = _api_key_config(oci, creds, region)
+            return config, oci.signer.Signer.from_config(config), config["tenancy"]
+        if auth in ("config_file", "security_token"):
+            config = _profile(oci, creds, region)
+            if auth == "config_file":
+                return config, oci.signer.Signer.from_config(config), config["tenancy"]
+            return config, _session_signer(oci, config), config["tenancy"]
+        if auth == "instance_principal":
+            kwargs = {"federation_endpoint": params["federation_url"]} if params.get("federation_url") else {}
+            signer = oci.auth.signers.InstancePrincipalsSecurityTokenSigner(**kwargs)
+            return {}, signer, signer.tenancy_id
+        if auth == "resource_principal":
+            signer = oci.auth.signers.get_resource_principals_signer()
+            return {}, signer, signer.tenancy_id
+    except TopologyError:
+        raise
+    except (oci.exceptions.InvalidPrivateKey, ValueError, TypeError) as exc:
+        if isinstance(exc, oci.exceptions.MissingPrivateKeyPassphrase) or "passphrase" in str(exc).lower() or \
+                isinstance(exc, oci.exceptions.InvalidPrivateKey):
+            # Never echo the key: name only what is wrong with it.
+            raise TopologyError(f"oci creds ({auth}): the private key is not a PEM RSA private key, or the "
+                                "passphrase is wrong") from None
+        raise TopologyError(f"oci creds ({auth}): {type(exc).__name__}; the values are not shown") from None
+    except oci.exceptions.ClientError as exc:
+        raise TopologyError(f"oci creds ({auth}): {type(exc).__name__}; the values are not shown") from None
+    except oci.exceptions.ServiceError as exc:
+        raise RemoteAPIError(f"oci creds ({auth}): the token service answered HTTP {exc.status} {exc.code}",
+                             exc.status) from None
+    except (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout) as exc:
+        raise RemoteAPIError(f"oci creds ({auth}): the token or metadata service is unreachable "
+                             f"({type(exc).__name__})") from None
+    raise TopologyError(f"oci creds.auth must be one of {', '.join(_specs.OCI_AUTH_METHODS)}, got {auth!r}")
+
+
+def _api_key_config(oci, creds, region):
+    config = {
+        "tenancy": _cloud.secret(creds, "tenancy_id", env=("OCI_CLI_TENANCY",), required_by=NAME),
+        "user": _cloud.secret(creds, "user_id", env=("OCI_CLI_USER",), required_by=NAME),
+        "fingerprint": _cloud.secret(creds, "fingerprint", env=("OCI_CLI_FINGERPRINT",), required_by=NAME),
+        "pass_phrase": _cloud.secret(creds, "passphrase", env=("OCI_CLI_PASSPHRASE",)),
+        "key_file": None,
+        "region": region,  # each client gets its region's; the SDK's validation wants one
+    }
+    pem = _cloud.secret(creds, "private_key", env=("OCI_CLI_KEY_CONTENT",), multiline=True)
+    if not pem:
+        path = _cloud.secret(creds, "private_key_file", env=("OCI_CLI_KEY_FILE",), required_by=NAME)
+        pem = _read(path, "oci creds.private_key_file")
+    config["key_content"] = pem
+    _validate(oci, config)
+    return config
+
+
+def _profile(oci, creds, region):
+    path = creds.get("config_file") or DEFAULT_CONFIG_FILE
+    profile = creds.get("profile") or "DEFAULT"
+    path = os.path.expanduser(path)
+    _read(path, "oci creds.config_file", path_is_secret=False)  # a regular UTF-8 file, as every input
+    try:
+        config = oci.config.from_file(path, profile)
+    except oci.exceptions.ProfileNotFound:
+        raise TopologyError(f"oci creds.profile {profile!r} is not in the config file") from None
+    except oci.exceptions.InvalidKeyFilePath:
+        raise TopologyError(f"oci config profile {profile!r}: key_file is not a readable file") from None
+    except oci.exceptions.ClientError as exc:
+        raise TopologyError(f"oci creds.config_file: {type(exc).__name__}") from None
+    config.setdefault("region", region)
+    passphrase = _cloud.secret(creds, "passphrase")
+    if passphrase:
+        config["pass_phrase"] = passphrase
+    if config.get("key_file") and creds.get("auth") != "security_token":
+        # Read as every input is; the SDK gets the content, never opens the path itself.
+        config["key_content"] = _read(config["key_file"], f"oci config profile {profile!r} key_file")
+    for key in ("tenancy", "user", "fingerprint", "pass_phrase", "key_content"):
+        if config.get(key):
+            _cloud.secret(config, key, multiline=key == "key_content")  # a control character is refused by name
+    if creds.get("auth") == "security_token":
+        for key in ("tenancy", "security_token_file", "key_file"):
+            if not config.get(key):
+                raise TopologyError(f"oci config profile {profile!r} needs {key} for auth security_token")
+    else:
+        _validate(oci, config)
+    return config
+
+
+def _session_signer(oci, config):
+    token = _read(config["security_token_file"], "the profile's security_token_file").strip()
+    _cloud.secret({"security_token": token}, "security_token")
+    key = oci.signer.load_private_key(_read(config["key_file"], "the profile's key_file"), config.get("pass_phrase"))
+    return oci.auth.signers.SecurityTokenSigner(token, key)
+
+
+def _validate(oci, config):
+    try:
+        oci.config.validate_config(config)
+    except oci.exceptions.InvalidConfig as exc:
+        problems = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+        fields = ", ".join(f"{key} {state}" for key, state in sorted(problems.items())
+                           if key in ("tenancy", "user", "fingerprint", "key_file", "region"))
+        raise TopologyError(f"oci credentials: {fields or 'invalid'}") from None
+
+
+def _read(path, what, path_is_secret=True):
+    try:
+        return _input_file.read_text(path, what, path_is_secret=path_is_secret)
+    except _input_file.InputFileError as exc:
+        raise TopologyError(str(exc)) from None
+
+
+def _client(oci, cls, config, signer, params, endpoint, region):
+    settings = _cloud.client_settings(params)
+    client = cls(dict(config, region=region), signer=signer, service_endpoint=endpoint,
+                 retry_strategy=oci.retry.NoneRetryStrategy(), timeout=(settings["timeout"], settings["timeout"]))
+    verify, ca_bundle = _cloud.tls_settings(params)
+    client.base_client.session.verify = ca_bundle or verify
+    return client
 
 
 def _url(params, key, default, region):
     return _cloud.setting(params, key, default).replace("{region}", region)
 
 
-def _hosts_page(compute, compartment, availability_domain, limit, page):
-    query = {"compartmentId": compartment, "availabilityDomain": availability_domain, "limit": limit}
+def _call(oci, params, what, function):
+    """One SDK call under the collection's retry policy; errors name the call, never the credentials."""
+    settings = _cloud.client_settings(params)
+
+    def attempt():
+        try:
+            return function()
+        except oci.exceptions.ServiceError as exc:
+            if exc.status == 429 or exc.status >= 500:
+                raise RetryableError(f"HTTP {exc.status}",
+                                     retry_after_seconds((exc.headers or {}).get("Retry-After"))) from None
+            raise RemoteAPIError(f"{what}: HTTP {exc.status}: {exc.code}: {str(exc.message)[:200]}", exc.status) from None
+        except (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout) as exc:
+            text = str(exc)
+            reason = "ReadTimeout" if "Read timed out" in text else "ConnectTimeout" if isinstance(
+                exc, oci.exceptions.ConnectTimeout) or "timed out" in text else "connection error"
+            raise RetryableError(reason) from None
+        except ValueError as exc:  # the SDK could not deserialize the body
+            raise RemoteAPIError(f"{what}: the response is not the API's ({type(exc).__name__})") from None
+
+    return call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
+                             max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
+
+
+def _hosts_page(oci, params, compute, compartment, availability_domain, limit, page):
+    kwargs = {"availability_domain": availability_domain, "limit": limit}
     if page:
-        query["page"] = page
-    path = f"{API_VERSION}/computeHosts"
-    response = compute.request("GET", path, params=query)
-    try:
-        body = response.json()
-    except ValueError:
-        raise RemoteAPIError(f"OCI ListComputeHosts in {availability_domain}: the response is not JSON: "
-                             f"{response.text[:200]!r}") from None
-    items = body.get("items") if isinstance(body, dict) else None
-    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-        raise RemoteAPIError(f"OCI ListComputeHosts in {availability_domain}: expected a ComputeHostCollection "
-                             f"{{items: [...]}}, got {str(body)[:100]}")
-    return items, response.headers.get("opc-next-page")
+        kwargs["page"] = page
+    what = f"OCI ListComputeHosts in {availability_domain}"
+    response = _call(oci, params, what, lambda: compute.list_compute_hosts(compartment, **kwargs))
+    items = getattr(response.data, "items", None)
+    if not isinstance(items, list):
+        raise RemoteAPIError(f"{what}: expected a ComputeHostCollection {{items: [...]}}")
+    return items, response.next_page
 
 
-def _host(compute, summary):
-    host_id = summary.get("id")
+def _host(oci, params, compute, summary):
+    host_id = summary.id
     if not isinstance(host_id, str) or not host_id:
-        raise RemoteAPIError(f"OCI ListComputeHosts: a host of instance {summary.get('instanceId')!r} has no id")
-    host = compute.json("GET", f"{API_VERSION}/computeHosts/{host_id}")
-    if not isinstance(host, dict):
-        raise RemoteAPIError(f"OCI GetComputeHost {host_id}: expected a ComputeHost object, got {str(host)[:100]}")
-    return host
+        return summary.instance_id, NodeDataError(f"OCI ListComputeHosts: the host of instance "
+                                                  f"{summary.instance_id!r} has no id")
+    return summary.instance_id, _call(oci, params, f"OCI GetComputeHost {host_id}",
+                                      lambda: compute.get_compute_host(host_id)).data
 
 
-def _place(placed, host):
-    tiers = [host.get("localBlockId"), host.get("networkBlockId"), host.get("hpcIslandId")]
-    if not all(isinstance(tier, str) and tier for tier in tiers):
+def _place(placed, instance_id, host):
+    if isinstance(host, NodeDataError):
+        raise host
+    tiers = [getattr(host, field, None) for field in TIER_FIELDS]
+    for field, tier in zip(TIER_FIELDS, tiers):
+        if tier is not None and not isinstance(tier, str):
+            raise NodeDataError(f"OCI GetComputeHost of instance {instance_id!r}: {field} must be a string")
+    if not all(tiers):
         return  # Topograph needs all three: otherwise the host has no topology data
-    fabric = host.get("gpuMemoryFabricId") or None
-    additional = host.get("additionalData")
+    fabric = host.gpu_memory_fabric_id or None
+    if fabric is not None and not isinstance(fabric, str):
+        raise NodeDataError(f"OCI GetComputeHost of instance {instance_id!r}: gpu_memory_fabric_id must be a string")
+    additional = host.additional_data
     location = additional.get("locationDetails") if isinstance(additional, dict) else None
     rack = location.get("rack") if isinstance(location, dict) else None
-    placed.add(host.get("instanceId"), tiers, fabric, f"{fabric}.{rack}" if fabric and rack else None)
-
-
-class Signer(AuthBase):
-    """OCI API request signing: draft-cavage HTTP Signatures, rsa-sha256.
-
-    Signed headers: ``date (request-target) host``, plus ``content-length content-type
-    x-content-sha256`` for requests with a body (POST, PUT, PATCH).
-    """
-
-    def __init__(self, tenancy, user, fingerprint, private_key):
-        self.tenancy = tenancy
-        self.key_id = f"{tenancy}/{user}/{fingerprint}"
-        self._key = private_key
-
-    @classmethod
-    def from_creds(cls, creds):
-        if not HAS_CRYPTOGRAPHY:
-            raise TopologyError("the oci provider needs the Python library 'cryptography' to sign requests")
-        tenancy = _cloud.secret(creds, "tenancy_id", env=("OCI_CLI_TENANCY",), required_by=NAME)
-        user = _cloud.secret(creds, "user_id", env=("OCI_CLI_USER",), required_by=NAME)
-        fingerprint = _cloud.secret(creds, "fingerprint", env=("OCI_CLI_FINGERPRINT",), required_by=NAME)
-        pem = _cloud.secret(creds, "private_key", env=("OCI_CLI_KEY_CONTENT",), multiline=True)
-        if not pem:
-            path = _cloud.secret(creds, "private_key_file", env=("OCI_CLI_KEY_FILE",), required_by=NAME)
-            try:
-                pem = _input_file.read_text(path, "oci creds.private_key_file", path_is_secret=True)
-            except _input_file.InputFileError as exc:
-                raise TopologyError(str(exc)) from None
-        passphrase = _cloud.secret(creds, "passphrase", env=("OCI_CLI_PASSPHRASE",))
-        try:
-            key = serialization.load_pem_private_key(pem.encode(), passphrase.encode() if passphrase else None)
-        except (ValueError, TypeError, UnsupportedAlgorithm):
-            # Never echo the key: name only what is wrong with it.
-            raise TopologyError("oci creds.private_key is not a PEM RSA private key, or the passphrase is wrong") from None
-        if not isinstance(key, rsa.RSAPrivateKey):
-            raise TopologyError("oci creds.private_key must be an RSA key (OCI API signing keys are RSA)")
-        return cls(tenancy, user, fingerprint, key)
-
-    def __call__(self, request):
-        parts = urlsplit(request.url)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        request.headers["date"] = email.utils.formatdate(usegmt=True)
-        signed = {"date": request.headers["date"], "(request-target)": f"{request.method.lower()} {target}",
-                  "host": parts.netloc}
-        if request.method.upper() in ("POST", "PUT", "PATCH"):
-            body = request.body or b""
-            body = body.encode() if isinstance(body, str) else body
-            request.headers["x-content-sha256"] = base64.b64encode(hashlib.sha256(body).digest()).decode()
-            request.headers["content-length"] = str(len(body))
-            request.headers.setdefault("content-type", "application/json")
-            for name in ("content-length", "content-type", "x-content-sha256"):
-                signed[name] = request.headers[name]
-        text = "\n".join(f"{name}: {value}" for name, value in signed.items())
-        signature = base64.b64encode(self._key.sign(text.encode(), padding.PKCS1v15(), hashes.SHA256())).decode()
-        request.headers["Authorization"] = (
-            f'Signature version="1",keyId="{self.key_id}",algorithm="rsa-sha256",'
-            f'headers="{" ".join(signed)}",signature="{signature}"')
-        return request
+    if rack is not None and not isinstance(rack, str):
+        raise NodeDataError(f"OCI GetComputeHost of instance {instance_id!r}: locationDetails.rack must be a string")
+    placed.add(instance_id, tiers, fabric, f"{fabric}.{rack}" if fabric and rack else None)

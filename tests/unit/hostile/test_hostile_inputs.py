@@ -23,7 +23,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ya
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, nebius, oci
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, lambda_cloud, nebius, oci
 
 from ..conftest_paths import FIXTURES
 
@@ -202,11 +202,21 @@ FILE_READERS = {
     "simulation model_path": lambda path: discover("simulation", {"model_path": path}),
     "ibnetdiscover_files": lambda path: discover("infiniband", {"ibnetdiscover_files": [path]}),
     "inventory plugin model_path": _common.load_model_file,
-    "oci creds.private_key_file": lambda path: oci.Signer.from_creds(
-        {"tenancy_id": "t", "user_id": "u", "fingerprint": "f", "private_key_file": path}),
-    "nebius params.ca_bundle": lambda path: nebius._channel(
-        {"endpoint": "127.0.0.1:1", "tls": True, "validate_certs": True, "ca_bundle": path}),
+    "oci creds.private_key_file": lambda path: oci.credentials(oci._sdk(), {
+        "tenancy_id": "t", "user_id": "u", "fingerprint": "f", "private_key_file": path}, {}, "r"),
+    "oci creds.config_file": lambda path: oci.credentials(oci._sdk(), {"auth": "config_file", "config_file": path},
+                                                          {}, "r"),
+    "nebius params.ca_bundle": lambda path: nebius._sdk(
+        {"endpoint": "127.0.0.1:1", "tls": True, "validate_certs": True, "ca_bundle": path}, "token"),
+    "nebius creds.private_key_file": lambda path: nebius._credentials(
+        {"service_account_id": "s", "public_key_id": "k", "private_key_file": path}),
+    "nebius creds.credentials_file": lambda path: nebius._credentials({"credentials_file": path}),
+    "lambda creds.token_file": lambda path: lambda_cloud._workload_identity_token(
+        {}, {"identity_lrn": "lrn:x", "token_file": path}, "http://127.0.0.1:1"),
 }
+# Readers of a credential's file: its path is left out of messages.
+SECRET_PATHS = {"oci creds.private_key_file", "nebius creds.private_key_file", "nebius creds.credentials_file",
+                "lambda creds.token_file"}
 
 
 @pytest.mark.parametrize("reader", sorted(FILE_READERS))
@@ -220,7 +230,7 @@ def test_every_input_file_reader_refuses_a_fifo_and_text_that_is_not_utf8(tmp_pa
     with pytest.raises(AifactoryTopologyError, match=r"is not UTF-8 text \(line 2, byte 33\)") as bad_text:
         FILE_READERS[reader](str(latin1))
     for message in (str(info.value), str(bad_text.value)):
-        assert (str(tmp_path) in message) == (reader != "oci creds.private_key_file")
+        assert (str(tmp_path) in message) == (reader not in SECRET_PATHS)
 
 
 def test_input_files_are_opened_by_input_file_only():

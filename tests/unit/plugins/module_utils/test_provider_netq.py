@@ -61,13 +61,23 @@ def test_links_that_do_not_go_up_a_tier_are_ignored_and_reported():
     ([{}, {}], r"the topology graph must be a list with one object, got list of 2"),
     ({"nodes": []}, r"the topology graph must be a list with one object, got dict"),
     ([{"links": []}], r"NetQ topology graph: missing nodes"),
-    ([{"nodes": [{"compounded_nodes": [{"id": "a", "name": "a"}]}], "links": []}],
-     r"nodes\[0\].compounded_nodes\[0\]: missing tier"),
-    ([{"nodes": [{"compounded_nodes": [{"id": "a", "name": "a", "tier": "1"}]}], "links": []}],
-     r"nodes\[0\].compounded_nodes\[0\]: tier must be an integer, got '1'"),
+    ([{"nodes": [{"compounded_nodes": [{"name": "a", "tier": 1}]}], "links": []}],
+     r"nodes\[0\].compounded_nodes\[0\]: missing id"),
     ([{"nodes": [{"compounded_nodes": "x"}], "links": []}], r"nodes\[0\]: compounded_nodes must be a list of objects"),
     ([{"nodes": [], "links": [{"source": "a"}]}], r"links\[0\]: missing id"),
 ])
 def test_malformed_graphs_are_errors_naming_the_field(body, message):
     with pytest.raises(HttpError, match=message):  # a malformed answer is the API's fault
         netq.add_graph(Topology(), body)
+
+
+@pytest.mark.parametrize("record, reason", [
+    ({"id": "a", "name": "h2"}, "nodes[0].compounded_nodes[1]: missing tier"),
+    ({"id": "a", "name": "h2", "tier": "-1"}, "nodes[0].compounded_nodes[1]: tier must be an integer, got '-1'"),
+])
+def test_one_unusable_node_record_quarantines_that_node(record, reason):
+    body = [{"nodes": [{"compounded_nodes": [{"id": "h1", "name": "h1", "tier": -1}, record,
+                                             {"id": "l1", "name": "l1", "tier": 1}]}], "links": [{"id": "h1-*-l1"}]}]
+    topology = netq.add_graph(Topology(), body)
+    assert list(topology.nodes) == ["h1"] and list(topology.quarantined) == ["h2"]
+    assert reason in topology.quarantined["h2"].reason

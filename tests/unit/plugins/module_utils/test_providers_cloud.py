@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import re
 
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, nebius, oci, validate
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, validate
 
 INSTANCES = [{"region": "r", "instances": {"i-1": "n1"}}]
 
@@ -90,46 +87,3 @@ def test_settings_validate_and_never_show_secret_values(monkeypatch):
     assert _cloud.secret({}, "token", env=("FIRST", "SECOND")) == "from-env"
     with pytest.raises(TopologyError, match=r"needs creds.token \(or the environment variable A\)"):
         _cloud.secret({}, "token", env=("A",), required_by="lambda")
-
-
-class _Prepared:
-    def __init__(self, method, url, body=None):
-        self.method, self.url, self.body, self.headers = method, url, body, {}
-
-
-def test_oci_signs_bodies_with_their_content_headers():
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    signer = oci.Signer("t", "u", "f", key)
-    request = signer(_Prepared("POST", "https://iaas.r.example/20160918/x?a=1", b'{"k": 1}'))
-    header = request.headers["Authorization"]
-    names = re.search(r'headers="([^"]+)"', header).group(1).split()
-    assert names == ["date", "(request-target)", "host", "content-length", "content-type", "x-content-sha256"]
-    assert request.headers["x-content-sha256"] == base64.b64encode(hashlib.sha256(b'{"k": 1}').digest()).decode()
-    text = "\n".join([f"date: {request.headers['date']}", "(request-target): post /20160918/x?a=1",
-                      "host: iaas.r.example", "content-length: 8", "content-type: application/json",
-                      f"x-content-sha256: {request.headers['x-content-sha256']}"])
-    signature = base64.b64decode(re.search(r'signature="([^"]+)"', header).group(1))
-    key.public_key().verify(signature, text.encode(), padding.PKCS1v15(), hashes.SHA256())
-    assert 'keyId="t/u/f"' in header
-
-
-def test_nebius_codec_reads_what_it_writes_and_rejects_truncation():
-    metadata = nebius._string(1, "ci-1")
-    status_path = b"".join(nebius._string(1, hop) for hop in ("c", "s", "l"))
-    body = (_message(1, metadata) + _message(2, nebius._string(21, "grp") + nebius._varint_field(13, 1))
-            + _message(3, nebius._varint_field(1, 4) + _message(10, status_path)))
-    response = _message(1, body) + nebius._string(2, "tok")
-    assert nebius._decode_list_response(response) == ([{"id": "ci-1", "nvl_group": "grp", "path": ["c", "s", "l"]}],
-                                                      "tok")
-    assert nebius._decode_list_response(b"") == ([], None)
-    for broken in (response[:-1], b"\x0a\xff", b"\x0a\x02\x08"):
-        with pytest.raises(ValueError):
-            nebius._decode_list_response(broken)
-    assert nebius._varint(300) == b"\xac\x02"
-
-
-def _message(number, payload):
-    return nebius._varint(number << 3 | 2) + nebius._varint(len(payload)) + payload
