@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import scheduler_topology_docs  # tools/ is on sys.path (tests/conftest.py)
+import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
@@ -12,6 +15,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines import
 from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
+REPO = Path(__file__).resolve().parents[4]
 TIER = _labels.FABRIC_PREFIX
 DOMAIN = _labels.ACCELERATOR_LABEL
 GPU = {"nvidia.com/gpu.present": "true"}
@@ -232,3 +236,14 @@ def test_live_check_names_selected_nodes_without_a_level_label():
     listed = {"n1": {f"{TIER}0": "l", DOMAIN: "d", "kubernetes.io/hostname": "n1"},
               "n2": {f"{TIER}0": "l", "kubernetes.io/hostname": "n2"}}
     assert st.missing_on_nodes(listed, levels) == {"n2": [DOMAIN]}
+
+
+def test_the_docs_examples_are_the_engines_output_for_the_example_model():
+    tool = scheduler_topology_docs
+    text = (REPO / "docs" / "kubernetes.md").read_text(encoding="utf-8")
+    assert tool.expected_doc(text) == text, "run python tools/scheduler_topology_docs.py"
+    rendered = tool.render()
+    documented = [yaml.safe_load_all(block.split("\n", 1)[1].rsplit("```", 1)[0])
+                  for name, block in tool.blocks().items() if name in ("kueue", "kai")]
+    assert [list(objects) for objects in documented] == [rendered["objects"]["kueue"], rendered["objects"]["kai"]]
+    assert all(kai_schema_problems(obj) == [] for obj in rendered["objects"]["kai"])
