@@ -22,8 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "kubernetes.md"
 MODEL = REPO / "inventories" / "example" / "group_vars" / "all" / "topology.yml"
 # The module options the examples use (besides the model): what the doc's example task says.
-EXAMPLE_OPTIONS = {"consumers": ["kueue", "kai"], "name": "gb200", "flavor_node_labels": {"nvidia.com/gpu.present": "true"},
-                   "fabric_tiers": 2}
+EXAMPLE_OPTIONS = {"consumers": ["kueue", "kai"], "name": "gb200", "flavor_node_labels": {"nvidia.com/gpu.present": "true"}}
 BLOCKS = ("refusal", "kueue", "kai", "findings")
 
 
@@ -50,23 +49,28 @@ def example_topology():
     return discover(provider["name"], provider["params"])
 
 
-def render(options=None):
+def render(options=None, gpu_nodes_only=True):
+    """What the module renders for the example; the flavor's label selects the GPU nodes (those with an NVLink
+    domain), or, with ``gpu_nodes_only`` false, a selection of every node."""
     st, label_keys, _discover, _error = _engine()
     params = dict({"name": st.DEFAULT_NAME}, **(options or EXAMPLE_OPTIONS))
-    return st.render(example_topology(), st.Options.from_params(params, label_keys()))
+    topology = example_topology()
+    selected = {name for name, node in topology.nodes.items() if node.domain is not None} if gpu_nodes_only else None
+    return st.render(topology, st.Options.from_params(params, label_keys()), selected)
 
 
 def blocks():
     """Block name -> its generated Markdown (a fenced block)."""
     _st, _keys, _discover, topology_error = _engine()
     try:
-        render(dict(EXAMPLE_OPTIONS, fabric_tiers=None))
+        render(gpu_nodes_only=False)
         refusal = "(no refusal: the example's depths agree)"
     except topology_error as exc:
         refusal = str(exc)
     rendered = render()
     dump = lambda objects: yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)  # noqa: E731
-    findings = {"levels": rendered["levels"], "findings": rendered["findings"]}
+    with_service_nodes = render(dict(EXAMPLE_OPTIONS, fabric_tiers=2), gpu_nodes_only=False)
+    findings = {"levels": with_service_nodes["levels"], "findings": with_service_nodes["findings"]}
     return {
         "refusal": f"```text\n{refusal}\n```",
         "kueue": f"```yaml\n{dump(rendered['objects']['kueue'])}```",

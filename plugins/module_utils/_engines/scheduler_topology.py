@@ -115,11 +115,12 @@ def _tier_keys(labels, keys):
         found.append(key)
 
 
-def build_levels(topology, desired, options):
-    """(level keys coarsest first, tier depth used); TopologyError when the model cannot give them."""
+def build_levels(nodes, desired, options):
+    """(level keys coarsest first, tier depth used) for ``nodes`` (name -> model node); TopologyError when the
+    model cannot give them."""
     keys = options.keys
     depths = {}
-    for name, node in topology.nodes.items():
+    for name, node in nodes.items():
         if node.switch is not None:  # nodes without a switch are reported, not counted
             depths.setdefault(len(_tier_keys(desired[name], keys)), []).append(name)
     deepest = max(depths, default=0)
@@ -137,10 +138,10 @@ def build_levels(topology, desired, options):
             raise TopologyError(f"fabric_tiers is {depth}, but the deepest node of the model has {deepest} tiers")
     tiers = [keys.fabric_key(tier) for tier in range(depth)]
     levels = list(reversed(tiers))
-    if any(node.domain is not None for node in topology.nodes.values()):
+    if any(node.domain is not None for node in nodes.values()):
         levels.append(keys.accelerator_label)
     if options.sub_domain:
-        if not any(node.sub_domain is not None for node in topology.nodes.values()):
+        if not any(node.sub_domain is not None for node in nodes.values()):
             raise TopologyError("sub_domain is set, but no node of the model has an accelerator sub-domain")
         levels.append(_labels.SUB_DOMAIN_LABEL)
     if not levels:
@@ -153,22 +154,22 @@ def build_levels(topology, desired, options):
     return levels, depth
 
 
-def missing_levels(topology, desired, levels, keys):
-    """Nodes the schedulers would drop: [{node, missing, reason}], model nodes first, then quarantined ones."""
+def missing_levels(nodes, quarantined, desired, levels, keys):
+    """Nodes the schedulers would drop: [{node, missing, reason}], model nodes first, then the quarantine records."""
     wanted = [key for key in levels if key != HOSTNAME_LABEL]
     domain_keys = (keys.accelerator_label, _labels.SUB_DOMAIN_LABEL)
     found = []
-    for name in sorted(topology.nodes):
+    for name in sorted(nodes):
         missing = [key for key in wanted if key not in desired[name]]
         if missing:
-            if topology.nodes[name].switch is None:
+            if nodes[name].switch is None:
                 reason = "no switch (no-topology)"
             elif any(key not in domain_keys for key in missing):
                 reason = "shallower fabric"
             else:
                 reason = "no accelerator domain or sub-domain"
             found.append({"node": name, "missing": missing, "reason": reason})
-    for record in topology.quarantined.values():
+    for record in quarantined:
         if record.node is not None:
             found.append({"node": record.node, "missing": wanted, "reason": "quarantined (unhealthy)" if record.unhealthy else "quarantined (invalid data)"})
     return found
@@ -236,16 +237,24 @@ def resource_flavor(name, topology_name, node_labels, set_name):
             "spec": {"nodeLabels": dict(sorted(node_labels.items())), "topologyName": topology_name}}
 
 
-def render(topology, options):
+def render(topology, options, selected=None):
     """The desired objects and findings: {objects: {consumer: [object, ...]}, levels, findings, summary}.
 
+    ``selected``: the names of the nodes the objects are for (those the flavor selects on the server), or None
+    for every node of the model; the levels and the checks look at the selected nodes of the model only.
     ``objects`` is in apply order (a Topology before the flavor that names it). TopologyError (nothing to write)
     for levels the model cannot give, differing depths without ``fabric_tiers``, or KAI domain ids that two paths
     share when KAI is a consumer.
     """
     _labels.check_node_names(topology.nodes, "the topology")
-    desired = k8s_labels.desired_labels(topology, options.keys, options.no_topology_value)
-    levels, depth = build_levels(topology, desired, options)
+    all_labels = k8s_labels.desired_labels(topology, options.keys, options.no_topology_value)
+    nodes = {name: node for name, node in topology.nodes.items() if selected is None or name in selected}
+    quarantined = [record for record in topology.quarantined.values() if selected is None or record.node in selected]
+    if not nodes:
+        raise TopologyError(f"none of the {len(selected)} selected nodes is in the topology (wrong cluster, "
+                            "flavor_node_labels, node_selector or topology?); nothing was written")
+    desired = {name: all_labels[name] for name in nodes}
+    levels, depth = build_levels(nodes, desired, options)
     objects = {}
     if "kueue" in options.consumers:
         objects["kueue"] = [topology_object(KUEUE_API, options.name, levels),
@@ -258,12 +267,13 @@ def render(topology, options):
             shown = "; ".join(f"{item['label']} {item['id']!r} from {item['paths']}" for item in ambiguous[:5])
             raise TopologyError(f"KAI joins the level values of a domain with '.', so different paths would be one KAI "
                                 f"domain: {shown}; rename the switches or domains; nothing was written")
-    missing = missing_levels(topology, desired, levels, options.keys)
+    missing = missing_levels(nodes, quarantined, desired, levels, options.keys)
     shared = shared_values(desired, levels)
     return {
         "objects": objects,
         "levels": levels,
         "findings": {"missing_levels": missing[:MAX_REPORTED], "shared_values": shared[:MAX_REPORTED]},
         "summary": {"levels": len(levels), "fabric_tiers": depth, "nodes_in_topology": len(topology.nodes),
-                    "nodes_missing_levels": len(missing), "shared_values": len(shared)},
+                    "nodes_selected": len(nodes), "nodes_missing_levels": len(missing),
+                    "shared_values": len(shared)},
     }

@@ -123,11 +123,10 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
     return applies + deletes
 
 
-def check_nodes(client, levels, node_selector):
-    """Live check of the nodes the flavor (or node_selector) selects: {node: level keys it lacks}."""
-    listed = {item["metadata"]["name"]: (item["metadata"].get("labels") or {})
-              for item in client.list(_k8s.node_path(), _k8s.selector_string(node_selector))}
-    return engine.missing_on_nodes(listed, levels), len(listed)
+def list_selected(client, selection):
+    """Node name -> labels of the nodes the flavor (or node_selector) selects: what the scheduler will see."""
+    return {item["metadata"]["name"]: (item["metadata"].get("labels") or {})
+            for item in client.list(_k8s.node_path(), _k8s.selector_string(selection))}
 
 
 def _delete(client, path, options):
@@ -166,25 +165,27 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
     node_selector = params.get("node_selector")
     cleanup, recreate = params.get("cleanup", True), params.get("recreate", False)
     warn = warn or (lambda message: None)
-    rendered = engine.render(topology, options)
+    selection = options.flavor_node_labels if "kueue" in options.consumers else node_selector
+    listed = list_selected(client, selection)
+    rendered = engine.render(topology, options, selected=set(listed))
     findings = rendered["findings"]
     summary = dict(rendered["summary"])
     if findings["missing_levels"]:
         names = [item["node"] for item in findings["missing_levels"]]
-        warn(f"{summary['nodes_missing_levels']} nodes of the topology lack a level label, so Kueue and KAI will not "
+        warn(f"{summary['nodes_missing_levels']} selected nodes of the topology lack a level label, so Kueue and KAI "
+             "will not "
              f"place pods on them: {hostlist.compress(names)[:500]}")
     if findings["shared_values"]:
         shown = ", ".join(f"{item['label']}={item['value']}" for item in findings["shared_values"][:10])
         warn(f"{summary['shared_values']} label values are found under more than one parent; podAffinity and the "
              f"native gang take each as one domain: {shown}")
     work = plan(client, rendered, options, cleanup, recreate)
-    selection = options.flavor_node_labels if "kueue" in options.consumers else node_selector
-    on_nodes, listed = check_nodes(client, rendered["levels"], selection)
+    on_nodes = engine.missing_on_nodes(listed, rendered["levels"])
     findings["missing_on_nodes"] = dict(list(on_nodes.items())[:engine.MAX_REPORTED])
-    summary.update(nodes_listed=listed, nodes_listed_missing_levels=len(on_nodes))
+    summary.update(nodes_listed=len(listed), nodes_listed_missing_levels=len(on_nodes))
     if on_nodes:
-        warn(f"{len(on_nodes)} of the {listed} selected nodes lack a level label on the server (not labelled yet, "
-             f"or not by these keys): {hostlist.compress(sorted(on_nodes))[:500]}")
+        warn(f"{len(on_nodes)} of the {len(listed)} selected nodes lack a level label on the server (not labelled "
+             f"yet, or not by these keys): {hostlist.compress(sorted(on_nodes))[:500]}")
     done, after, error = execute(client, work, write_options)
     result = {
         "changed": bool(done),

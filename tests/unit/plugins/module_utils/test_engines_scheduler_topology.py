@@ -156,6 +156,13 @@ def test_differing_depths_are_refused_naming_the_nodes_unless_fabric_tiers_is_se
         {"node": "login01", "missing": [DOMAIN], "reason": "no accelerator domain or sub-domain"}]
     with pytest.raises(TopologyError, match="deepest node of the model has 3"):
         st.render(topo, options(fabric_tiers=4))
+    # The flavor selects the GPU nodes only: the service node is no part of the objects' nodes.
+    gpus = {name for name in topo.nodes if name != "login01"}
+    selected = st.render(topo, options(), selected=gpus)
+    assert selected["levels"][0] == f"{TIER}2" and selected["findings"]["missing_levels"] == []
+    assert selected["summary"]["nodes_selected"] == 8
+    with pytest.raises(TopologyError, match="none of the 2 selected nodes is in the topology"):
+        st.render(topo, options(), selected={"other1", "other2"})
 
 
 def test_quarantined_and_switchless_nodes_are_reported_as_missing_every_level():
