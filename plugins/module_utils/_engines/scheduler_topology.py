@@ -185,17 +185,16 @@ def missing_on_nodes(listed_labels, levels):
     return found
 
 
-def _paths(desired, levels):
-    """node -> tuple of its values, coarsest first, for the nodes carrying every non-hostname level."""
+def level_paths(desired, levels):
+    """(node -> tuple of its values coarsest first, for the nodes carrying every non-hostname level; those keys)."""
     wanted = [key for key in levels if key != HOSTNAME_LABEL]
     return {name: tuple(labels[key] for key in wanted) for name, labels in desired.items()
             if all(key in labels for key in wanted)}, wanted
 
 
-def shared_values(desired, levels):
+def shared_values(paths, wanted):
     """Values of one level found under more than one parent path: one domain to podAffinity and the native gang,
-    several to Kueue and KAI. [{label, value, parents, nodes}]."""
-    paths, wanted = _paths(desired, levels)
+    several to Kueue and KAI. [{label, value, parents, nodes}]. ``paths, wanted``: from level_paths."""
     found = []
     for index in range(1, len(wanted)):
         parents, members = {}, {}
@@ -209,13 +208,13 @@ def shared_values(desired, levels):
     return found
 
 
-def kai_ambiguous_ids(desired, levels):
+def kai_ambiguous_ids(paths, wanted):
     """KAI domain ids ('.'-joined paths) that two different paths give: [{label, id, paths}]."""
-    paths, wanted = _paths(desired, levels)
     found = []
+    distinct = set(paths.values())
     for index in range(len(wanted)):
         by_id = {}
-        for path in set(paths.values()):
+        for path in distinct:
             by_id.setdefault(".".join(path[:index + 1]), set()).add(path[:index + 1])
         for domain_id, different in sorted(by_id.items()):
             if len(different) > 1:
@@ -255,6 +254,7 @@ def render(topology, options, selected=None):
                             "flavor_node_labels, node_selector or topology?); nothing was written")
     desired = {name: all_labels[name] for name in nodes}
     levels, depth = build_levels(nodes, desired, options)
+    paths, wanted = level_paths(desired, levels)
     objects = {}
     if "kueue" in options.consumers:
         objects["kueue"] = [topology_object(KUEUE_API, options.name, levels),
@@ -262,13 +262,13 @@ def render(topology, options, selected=None):
                                             options.name)]
     if "kai" in options.consumers:
         objects["kai"] = [topology_object(KAI_API, options.name, levels)]
-        ambiguous = kai_ambiguous_ids(desired, levels)
+        ambiguous = kai_ambiguous_ids(paths, wanted)
         if ambiguous:
             shown = "; ".join(f"{item['label']} {item['id']!r} from {item['paths']}" for item in ambiguous[:5])
             raise TopologyError(f"KAI joins the level values of a domain with '.', so different paths would be one KAI "
                                 f"domain: {shown}; rename the switches or domains; nothing was written")
     missing = missing_levels(nodes, quarantined, desired, levels, options.keys)
-    shared = shared_values(desired, levels)
+    shared = shared_values(paths, wanted)
     return {
         "objects": objects,
         "levels": levels,
