@@ -59,6 +59,10 @@ def render(options=None, gpu_nodes_only=True):
     return st.render(topology, st.Options.from_params(params, label_keys()), selected)
 
 
+def _dump(objects):
+    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)
+
+
 def blocks():
     """Block name -> its generated Markdown (a fenced block)."""
     _st, _keys, _discover, topology_error = _engine()
@@ -68,13 +72,12 @@ def blocks():
     except topology_error as exc:
         refusal = str(exc)
     rendered = render()
-    dump = lambda objects: yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)  # noqa: E731
     with_service_nodes = render(dict(EXAMPLE_OPTIONS, fabric_tiers=2), gpu_nodes_only=False)
     findings = {"levels": with_service_nodes["levels"], "findings": with_service_nodes["findings"]}
     return {
         "refusal": f"```text\n{refusal}\n```",
-        "kueue": f"```yaml\n{dump(rendered['objects']['kueue'])}```",
-        "kai": f"```yaml\n{dump(rendered['objects']['kai'])}```",
+        "kueue": f"```yaml\n{_dump(rendered['objects']['kueue'])}```",
+        "kai": f"```yaml\n{_dump(rendered['objects']['kai'])}```",
         "findings": f"```yaml\n{yaml.safe_dump(findings, sort_keys=False, width=100)}```",
     }
 
