@@ -73,6 +73,8 @@ options:
     description:
       - Delete and create again an object whose immutable field must change (a C(Topology)'s levels, the flavor's
         C(nodeLabels) or C(topologyName)). Without it such a change is an error before any write.
+      - An object with finalizers (Kueue keeps a C(Topology) while a flavor names it) is never deleted for that:
+        the change is an error before any write; give the new levels a new O(name) instead.
     type: bool
     default: false
 notes:

@@ -146,3 +146,19 @@ def test_quarantined_and_unlabelled_nodes_are_reported_by_name(kueue, monkeypatc
     assert sorted(result["findings"]["missing_on_nodes"]) == sorted([names[0], f"{prefix}-late01"])
     assert result["findings"]["missing_on_nodes"][names[0]] == [f"{TIER}2", f"{TIER}1", f"{TIER}0", DOMAIN]
     assert any(names[0] in warning and "lack a level label" in warning for warning in result["summary"]["warnings"])
+
+
+def test_an_object_its_scheduler_still_holds_is_never_deleted_for_an_immutable_change(kueue, monkeypatch):
+    api = client(kueue.kubeconfig)
+    _test_id, prefix, args = labelled_cluster(kueue, monkeypatch, racks=2)
+    assert run_module(k8s_scheduler_topology, args, monkeypatch)["changed"]
+    path = writer.object_path(st.KUEUE_API, "topologies", prefix)
+    # What Kueue's topology controller does to a Topology a flavor names.
+    api.request("PATCH", path, body={"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use"]}},
+                content_type="application/merge-patch+json")
+    before = version(api, "topologies", prefix)
+    held = run_module(k8s_scheduler_topology, dict(args, fabric_tiers=1, recreate=True), monkeypatch)
+    assert held["failed"] and "finalizers kueue.x-k8s.io/resource-in-use" in held["msg"]
+    assert "give the new levels a new name" in held["msg"].lower() and "nothing was written" in held["msg"]
+    assert version(api, "topologies", prefix) == before
+    api.request("PATCH", path, body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")

@@ -83,7 +83,7 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
     if missing:
         raise TopologyError("the API server does not serve " + "; ".join(missing) + ": install the scheduler's CRDs "
                             "(Kueue v0.19 or later, KAI Scheduler with its Topology CRD); nothing was written")
-    applies, deletes, refused = [], [], []
+    applies, deletes, refused, kept = [], [], [], []
     for consumer, objects in rendered["objects"].items():
         for desired in objects:
             api_version = desired["apiVersion"]
@@ -99,10 +99,21 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
                 applies.append(("create", api_version, resource, name, desired, None))
             elif _differs(current, desired):
                 frozen = _immutable_changes(desired["kind"], current, desired)
-                if frozen and not recreate:
+                finalizers = (current.get("metadata") or {}).get("finalizers") or []
+                if frozen and finalizers:
+                    # Deleting would only mark it: Kueue keeps a Topology while a flavor names it, and a flavor
+                    # while a ClusterQueue uses it, so the new object could never be created.
+                    kept.append(f"{object_id(api_version, resource, name)} ({', '.join(frozen)}; finalizers "
+                                f"{', '.join(map(str, finalizers))})")
+                elif frozen and not recreate:
                     refused.append(f"{object_id(api_version, resource, name)} ({', '.join(frozen)})")
                 action = "recreate" if frozen else "update"
                 applies.append((action, api_version, resource, name, desired, current))
+    if kept:
+        raise TopologyError("these objects must change a field the CRD makes immutable, and their finalizers would keep "
+                            f"them after a delete (the scheduler still uses them): {'; '.join(kept)}. Give the new "
+                            "levels a new name, point the queues at its flavor, then remove the old set; nothing was "
+                            "written")
     if refused:
         raise TopologyError("the CRDs make these fields immutable, so the objects would have to be deleted and created "
                             f"again: {'; '.join(refused)}. Set recreate: true to do so (a scheduler may briefly see no "
