@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as st
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology as writer
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, k8s_scheduler_topology
@@ -29,8 +30,8 @@ def kueue(k8s):
 def stored(api, resource, name):
     try:
         return api.request("GET", writer.object_path(st.KUEUE_API, resource, name))
-    except Exception as exc:  # noqa: BLE001 - only a 404 is expected here
-        assert getattr(exc, "status", None) == 404, exc
+    except _k8s.K8sError as exc:
+        assert exc.status == 404, exc
         return None
 
 
