@@ -37,9 +37,9 @@ def _engine():
     except ImportError:
         sys.path.insert(0, str(REPO / ".collections"))
         from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology
-    from ansible_collections.aifactory.topology.plugins.module_utils._labels import LabelKeys
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import LabelKeys
     from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
-    from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
     return scheduler_topology, LabelKeys, discover, TopologyError
 
 

@@ -73,8 +73,8 @@ options:
     description:
       - Delete and create again an object whose immutable field must change (a C(Topology)'s levels, the flavor's
         C(nodeLabels) or C(topologyName)). Without it such a change is an error before any write.
-      - An object with finalizers (Kueue keeps a C(Topology) while a flavor names it) is never deleted for that:
-        the change is an error before any write; give the new levels a new O(name) instead.
+      - An object with finalizers (Kueue keeps a C(Topology) while a flavor names it) is never deleted for that; the
+        change is an error before any write. Give the new levels a new O(name) instead.
     type: bool
     default: false
 notes:
@@ -153,17 +153,16 @@ quarantined:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology, warning_collector
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.scheduler_topology import DEFAULT_NAME
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_scheduler_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS
 
 
 def main():
-    module = AnsibleModule(argument_spec=_k8s_module.argument_spec(
-        **_k8s_module.LABEL_KEYS_ARG_SPEC,
+    module = AnsibleModule(argument_spec=k8s_module.argument_spec(
+        **k8s_module.LABEL_KEYS_ARG_SPEC,
         consumers={"type": "list", "elements": "str", "required": True},
-        name={"type": "str", "default": scheduler_topology.DEFAULT_NAME},
+        name={"type": "str", "default": DEFAULT_NAME},
         flavor_name={"type": "str"},
         flavor_node_labels={"type": "dict"},
         fabric_tiers={"type": "int"},
@@ -172,16 +171,7 @@ def main():
         cleanup={"type": "bool", "default": True},
         recreate={"type": "bool", "default": False},
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
-    warn, warnings = warning_collector(module)
-
-    def job():
-        options = scheduler_topology.Options.from_params(module.params, _k8s_module.label_keys(module.params))
-        topology = load_topology(module, warn)
-        client, write_options = _k8s_module.connect(module, k8s_scheduler_topology.FIELD_MANAGER)
-        return k8s_scheduler_topology.reconcile(client, topology, options, write_options, module.params, warn,
-                                                module._diff)
-
-    _k8s_module.run(module, job, warnings)
+    k8s_scheduler_topology.run(module)
 
 
 if __name__ == "__main__":

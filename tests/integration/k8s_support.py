@@ -13,7 +13,7 @@ from pathlib import Path
 import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from tests.unit.plugins.modules import module_runner
 
 TEST_LABEL = "aifactory-test"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as st
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology as writer
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, k8s_scheduler_topology

@@ -26,8 +26,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 DOMAIN_PREFIX = "domain_"
 SWITCH_PREFIX = "switch_"

@@ -18,15 +18,15 @@ can give one KAI domain: refused when KAI is a consumer. podAffinity and the nat
 kube-scheduler treat one value of one key as one domain: a value found under more than one parent is
 reported (``shared_values``).
 
-Pure functions: no network. The writer is ``_writers/k8s_scheduler_topology``.
+Pure functions: no network. The job is ``_orchestration/k8s_scheduler_topology``; the writes ``_writers/k8s_scheduler_topology``.
 """
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 CONSUMERS = ("kueue", "kai")
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

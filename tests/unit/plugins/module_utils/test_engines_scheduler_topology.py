@@ -9,10 +9,10 @@ import pytest
 import scheduler_topology_docs  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as st
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 REPO = Path(__file__).resolve().parents[4]

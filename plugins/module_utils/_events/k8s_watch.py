@@ -25,8 +25,9 @@ import socket
 import threading
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, clip
 
 try:
     import urllib3

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import stat
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import LocalFileError, clip
 
 
 class InputFileError(LocalFileError):

@@ -17,7 +17,7 @@ id) and the change is reported.
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 
 
 def tiers_bottom_up(leaves, up):

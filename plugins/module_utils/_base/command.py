@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, clip
 
 DEFAULT_TIMEOUT = 60.0
 # scontrol show nodes --json of 100,000 nodes is about 250 MB; anything beyond this is not a Slurm answer.

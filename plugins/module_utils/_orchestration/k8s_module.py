@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._common import provider_arg_spec
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import node_diff
 
 # Doc fragment k8s_labels: the label keys k8s_node_labels writes and k8s_scheduler_topology names as levels.
 LABEL_KEYS_ARG_SPEC = {
@@ -43,7 +46,7 @@ def connect(module, field_manager=_k8s.FIELD_MANAGER):
 def run(module, job, warnings=None):
     """Exit with ``job()``'s result, or fail with its error and, after a partial write, what was written.
 
-    ``warnings`` (from ``_common.warning_collector``) go into the result's ``summary`` either way.
+    ``warnings`` (from ``common.warning_collector``) go into the result's ``summary`` either way.
     """
     with failing_cleanly(module):
         try:
@@ -55,3 +58,13 @@ def run(module, job, warnings=None):
     if warnings is not None:
         result["summary"]["warnings"] = warnings
     module.exit_json(**result)
+
+
+def finish_node_writes(result, written, error, diff):
+    """``result`` with the diff of the written nodes in diff mode; PartialWrite when a write failed."""
+    if diff:
+        result["diff"] = node_diff(written)
+    if error is not None:
+        raise PartialWrite(f"{error} ({len(written)} nodes were already patched: "
+                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
+    return result

@@ -39,9 +39,9 @@ output may also be the node's ``topology_node`` fact from aifactory.topology.top
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
     NodeUnhealthy,
     TopologyError,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 FABRIC_PREFIX = "fabric.topograph.run/tier-"
 ACCELERATOR_LABEL = "accelerator.topograph.run/domain"

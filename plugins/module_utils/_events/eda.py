@@ -31,14 +31,14 @@ import math
 import threading
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _arguments
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
     RemoteAPIError,
     TopologyError,
     clip,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._labels import MAX_VALUE_LENGTH
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import MAX_VALUE_LENGTH
 
 __all__ = ["AifactoryTopologyError", "RemoteAPIError", "TopologyError"]  # re-exported for the event sources
 EVENT_KEY = "topology_change"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, unknown_keys_message
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, unknown_keys_message
 
 REDACTED = "********"
 

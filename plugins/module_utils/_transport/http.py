@@ -13,12 +13,12 @@ import json
 import math
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils._deadline import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import (
     attempt_budget,
     call_within,
     remaining_time,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError, clip, credential_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError, clip, credential_problem
 
 try:
     import requests

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 
 def command_output(value, where):

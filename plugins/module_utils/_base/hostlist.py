@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
 
 # Topograph caps request-supplied ranges at 500,000 names; a hostlist is untrusted input.
 DEFAULT_MAX_HOSTS = 500_000

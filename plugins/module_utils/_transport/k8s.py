@@ -23,17 +23,17 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
 
-from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key, is_valid_label_value
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import check_label_key, is_valid_label_value
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     RemoteAPIError,
     TopologyError,
     check_known_keys,
     credential_problem,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._deadline import attempt_budget, call_within
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 
 # The kubernetes library takes about 0.3 s to import: it is imported when a client is built, not
-# by every module that imports this one (slurm_topology reaches it through _common).
+# by every module that imports this one (slurm_topology reaches it through _orchestration.common).
 HAS_KUBERNETES = importlib.util.find_spec("kubernetes") is not None
 
 MISSING_LIBRARY = ("the Python library 'kubernetes' is required on the host that runs this task "

@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import LocalFileError, NodeUnhealthy, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._input_file import read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import LocalFileError, NodeUnhealthy, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import read_text
 
 # sysfs values are a few bytes; never read more from a file there.
 _MAX_SYSFS_READ = 4096

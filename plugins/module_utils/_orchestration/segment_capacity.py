@@ -4,8 +4,17 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._common import LAYOUT_ARG_SPEC, SCONTROL_ARG_SPEC
+import gc
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
+    LAYOUT_ARG_SPEC,
+    SCONTROL_ARG_SPEC,
+    load_topology,
+    warning_collector,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
 
 ARG_SPEC = {
@@ -16,6 +25,29 @@ ARG_SPEC = {
     "unavailability_rates": {"type": "list", "elements": "float", "default": list(capacity.DEFAULT_RATES)},
     "min_share": {"type": "float", "default": capacity.DEFAULT_MIN_SHARE},
 }
+
+
+def run(module):
+    """The module's job: the topology, Slurm's node states, the analysis; exits the module (never changed)."""
+    params = module.params
+    warn, warnings = warning_collector(module)
+
+    def read_scontrol_json():
+        return _command.run_checked([params["scontrol_path"], "show", "nodes", "--json"],
+                                    timeout=params["scontrol_timeout"])
+
+    # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
+    gc.disable()
+    try:
+        with failing_cleanly(module):
+            topology = load_topology(module, warn)
+            result = analyse(topology, params, read_scontrol_json, warn)
+            result["quarantined"] = topology.quarantine_report()
+            result["summary"]["quarantined"] = len(topology.quarantined)
+    finally:
+        gc.enable()
+    result["summary"]["warnings"] = warnings
+    module.exit_json(changed=False, **result)
 
 
 def analyse(topology, params, read_scontrol_json, warn):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file, _providers
+from ansible_collections.aifactory.topology.plugins.module_utils import _providers
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 PROVIDER_ARG_SPEC = {

@@ -14,10 +14,11 @@ import math
 import os
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._slurm_lines import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base.slurm_lines import (
     include_target, key_values, logical_lines, physical_lines, quote_value)
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
 
 MANAGED_MARKER = "# Settings managed by Ansible (aifactory.topology)"
 # Changing these needs every daemon restarted (slurm.conf(5)); everything else we manage,
@@ -29,6 +30,22 @@ MAX_INCLUDE_DEPTH = 8
 MAX_INCLUDED_FILES = 100
 MAX_INCLUDED_BYTES = 16 << 20  # per file
 _SAFE_VALUE = re.compile(r"^[^\s#]+$")
+
+
+def run(module):
+    """The module's job: read slurm.conf, edit, validate and write it; exits the module."""
+    path = module.params["path"]
+    with failing_cleanly(module):
+        current = read_text(path)
+        if current is None:
+            raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
+        content, settings, partitions = apply(current, module.params["settings"], module.params["partitions"], path=path)
+        result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
+                             current=current)
+    restart = restart_settings(settings)
+    result.update(changed_settings=settings, changed_partitions=partitions, restart_settings=restart,
+                  restart_required=bool(restart))
+    module.exit_json(**result)
 
 
 def _check_key(key, where):

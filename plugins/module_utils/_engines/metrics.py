@@ -20,24 +20,12 @@ import math
 import os
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 PREFIX = "aifactory_topology_"
 TARGET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 LABEL = "target"
-
-ARG_SPEC = {
-    "directory": {"type": "path", "required": True},
-    "target": {"type": "str", "required": True},
-    "failed": {"type": "bool", "default": False},
-    "started": {"type": "float"},
-    "results": {"type": "list", "elements": "raw", "default": []},
-    "nodes": {"type": "int"},
-    "blocks": {"type": "int"},
-    "placeholders": {"type": "int"},
-    "quarantined": {"type": "int"},
-}
 
 # name (without PREFIX) -> help; state metrics decide ``changed``, the per-run ones do not.
 STATE = {

@@ -25,7 +25,7 @@ try:  # Python 3.11+: the parser behind re.compile (sre_parse warns when importe
 except ImportError:  # pragma: no cover - Python < 3.11
     import sre_parse as _sre_parse  # pylint: disable=deprecated-module
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, check_known_keys, clip
 
 MAX_NAME_LENGTH = 253
 MAX_PATTERN_LENGTH = 256
