@@ -18,7 +18,8 @@ can give one KAI domain: refused when KAI is a consumer. podAffinity and the nat
 kube-scheduler treat one value of one key as one domain: a value found under more than one parent is
 reported (``shared_values``).
 
-Pure functions: no network. The job is ``_orchestration/k8s_scheduler_topology``; the writes ``_writers/k8s_scheduler_topology``.
+Pure functions: no network. The module's work is ``_orchestration/k8s_scheduler_topology``, its writes
+``_writers/k8s_scheduler_topology``.
 """
 
 from __future__ import annotations

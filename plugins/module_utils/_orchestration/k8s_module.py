@@ -43,14 +43,14 @@ def connect(module, field_manager=_k8s.FIELD_MANAGER):
                                 field_manager=field_manager)
 
 
-def run(module, job, warnings=None):
-    """Exit with ``job()``'s result, or fail with its error and, after a partial write, what was written.
+def run(module, work, warnings=None):
+    """Exit with ``work()``'s result, or fail with its error and, after a partial write, what was written.
 
     ``warnings`` (from ``common.warning_collector``) go into the result's ``summary`` either way.
     """
     with failing_cleanly(module):
         try:
-            result = job()
+            result = work()
         except PartialWrite as exc:
             if warnings is not None:
                 exc.result.setdefault("summary", {})["warnings"] = warnings

@@ -17,14 +17,14 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_no
 
 
 def run(module):
-    """The module's job: the annotations from the facts, then one patch per changed node; exits the module."""
+    """What the module does: the annotations from the facts, then one patch per changed node; exits the module."""
 
-    def job():
+    def work():
         desired = _node_facts.broker_annotations(module.params["node_facts"], module.params["region"])
         client, options = k8s_module.connect(module)
         return reconcile(client, desired, options, warn=module.warn, diff=module._diff)
 
-    k8s_module.run(module, job)
+    k8s_module.run(module, work)
 
 
 class BrokerAnnotationKeys:

@@ -21,11 +21,11 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_no
 
 
 def run(module):
-    """The module's job: discover or load, plan every node's labels and taint, patch them; exits the module."""
+    """What the module does: discover or load, plan every node's labels and taint, patch them; exits the module."""
     params = module.params
     warn, warnings = warning_collector(module)
 
-    def job():
+    def work():
         keys = k8s_module.label_keys(params)
         max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
         topology = load_topology(module, warn)
@@ -36,7 +36,7 @@ def run(module):
             warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
             taint_unhealthy=params["taint_unhealthy"])
 
-    k8s_module.run(module, job, warnings)
+    k8s_module.run(module, work, warnings)
 
 
 def reconcile(client, topology, keys, options, node_selector=None, no_topology_value=None, clean_absent_nodes=True,

@@ -25,16 +25,16 @@ _IMMUTABLE = {"Topology": ("levels",), "ResourceFlavor": ("nodeLabels", "topolog
 
 
 def run(module):
-    """The module's job: check the options, discover or load, render, check, apply; exits the module."""
+    """The module's work: check the options, discover or load, render, check, apply; exits the module."""
     warn, warnings = warning_collector(module)
 
-    def job():
+    def work():
         options = engine.Options.from_params(module.params, k8s_module.label_keys(module.params))
         topology = load_topology(module, warn)
         client, write_options = k8s_module.connect(module, writer.FIELD_MANAGER)
         return reconcile(client, topology, options, write_options, module.params, warn, module._diff)
 
-    k8s_module.run(module, job, warnings)
+    k8s_module.run(module, work, warnings)
 
 
 def _ours(item):
@@ -149,14 +149,14 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
     rendered = engine.render(topology, options, selected=set(listed))
     findings, summary = rendered["findings"], dict(rendered["summary"])
     _warn_findings(findings, summary, warn)
-    work = plan(client, rendered, options, params.get("cleanup", True), params.get("recreate", False))
+    writes = plan(client, rendered, options, params.get("cleanup", True), params.get("recreate", False))
     on_nodes = engine.missing_on_nodes(listed, rendered["levels"])
     findings["missing_on_nodes"] = dict(list(on_nodes.items())[:engine.MAX_REPORTED])
     summary.update(nodes_listed=len(listed), nodes_listed_missing_levels=len(on_nodes))
     if on_nodes:
         warn(f"{len(on_nodes)} of the {len(listed)} selected nodes lack a level label on the server (not labelled "
              f"yet, or not by these keys): {hostlist.compress(sorted(on_nodes))[:500]}")
-    done, after, error = writer.execute(client, work, write_options, view)
+    done, after, error = writer.execute(client, writes, write_options, view)
     result = {
         "changed": bool(done),
         "levels": rendered["levels"],
@@ -171,7 +171,7 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
     if diff:
         written = {oid for _action, oid in done}
         result["diff"] = {
-            "before": {writer.object_id(a, r, n): view(current) for _x, a, r, n, _d, current in work
+            "before": {writer.object_id(a, r, n): view(current) for _x, a, r, n, _d, current in writes
                        if current is not None and writer.object_id(a, r, n) in written},
             "after": {oid: stored for oid, stored in after.items() if oid in written},
         }

@@ -14,10 +14,10 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_ob
 
 
 def run(module):
-    """The module's job: discover or load, build the objects, sync them; exits the module."""
+    """What the module does: discover or load, build the objects, sync them; exits the module."""
     params = module.params
 
-    def job():
+    def work():
         topology = load_topology(module)
         client, options = k8s_module.connect(module)
         result = reconcile(client, topology, params["namespace"], options, cleanup=params["cleanup"],
@@ -25,7 +25,7 @@ def run(module):
         result["quarantined"] = topology.quarantine_report()
         return result
 
-    k8s_module.run(module, job)
+    k8s_module.run(module, work)
 
 
 def reconcile(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False):

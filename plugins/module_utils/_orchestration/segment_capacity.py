@@ -28,7 +28,7 @@ ARG_SPEC = {
 
 
 def run(module):
-    """The module's job: the topology, Slurm's node states, the analysis; exits the module (never changed)."""
+    """What the module does: the topology, Slurm's node states, the analysis; exits the module (never changed)."""
     params = module.params
     warn, warnings = warning_collector(module)
 

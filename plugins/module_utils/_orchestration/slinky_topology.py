@@ -18,17 +18,17 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_no
 
 
 def run(module):
-    """The module's job: discover or load, render, apply; exits the module."""
+    """What the module does: discover or load, render, apply; exits the module."""
     warn, warnings = warning_collector(module)
 
-    def job():
+    def work():
         topology = load_topology(module, warn)
         client, options = k8s_module.connect(module, FIELD_MANAGER)
         result = reconcile(client, topology, module.params, options, warn=warn, diff=module._diff)
         result["quarantined"] = topology.quarantine_report()
         return result
 
-    k8s_module.run(module, job, warnings)
+    k8s_module.run(module, work, warnings)
 
 
 FIELD_MANAGER = "aifactory-topology-slinky"

@@ -33,7 +33,7 @@ _SAFE_VALUE = re.compile(r"^[^\s#]+$")
 
 
 def run(module):
-    """The module's job: read slurm.conf, edit, validate and write it; exits the module."""
+    """What the module does: read slurm.conf, edit, validate and write it; exits the module."""
     path = module.params["path"]
     with failing_cleanly(module):
         current = read_text(path)

@@ -15,7 +15,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
 
 
 def run(module):
-    """The module's job; exits the module."""
+    """What the module does; exits the module."""
     params = module.params
     warn, warnings = warning_collector(module)
 

@@ -16,7 +16,7 @@ MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024
 
 
 def run(module):
-    """The module's job; exits the module (never changed)."""
+    """What the module does; exits the module (never changed)."""
     with failing_cleanly(module):
         gather = set(module.params["gather"])
         hostname = os.uname().nodename

@@ -11,7 +11,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
 
 
 def run(module):
-    """The module's job; exits the module."""
+    """What the module does; exits the module."""
     with failing_cleanly(module):
         content = render_graph_json(load_topology(module))
         result = {"changed": False, "content": content}

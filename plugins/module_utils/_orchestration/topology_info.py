@@ -9,7 +9,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.
 
 
 def run(module):
-    """The module's job; exits the module (never changed)."""
+    """What the module does; exits the module (never changed)."""
     warn, warnings = warning_collector(module)
     with failing_cleanly(module):
         topology = load_topology(module, warn)

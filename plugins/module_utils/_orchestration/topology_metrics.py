@@ -12,7 +12,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
 
 
 def run(module):
-    """The module's job: read the previous file, compute and write the new one under a lock; exits the module."""
+    """What the module does: read the previous file, compute and write the new one under a lock; exits the module."""
     params = module.params
     with failing_cleanly(module):
         path = metrics.dest(params)

@@ -46,8 +46,8 @@ def _provider_module(module):
     # pylint: disable=import-outside-toplevel
     if module == "simulation":
         from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation as found
-    elif module == "inventory":
-        from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory as found
+    elif module == "inventory_vars":
+        from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory_vars as found
     elif module == "infiniband":
         from ansible_collections.aifactory.topology.plugins.module_utils._providers import infiniband as found
     elif module == "netq":

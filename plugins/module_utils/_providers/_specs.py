@@ -341,7 +341,7 @@ KUBERNETES_CREDS = {name: dict(spec, description=_AUTH_DESCRIPTIONS[name]) for n
 PROVIDERS = {
     "simulation": Provider("simulation", "discover", SIMULATION_PARAMS, {}, "simulation.md",
                            "reads an NVIDIA Topograph simulation model file, unchanged"),
-    "inventory": Provider("inventory", "discover", INVENTORY_PARAMS, {}, "inventory.md",
+    "inventory": Provider("inventory_vars", "discover", INVENTORY_PARAMS, {}, "inventory.md",
                           "reads racks, switches and nodes declared in inventory variables"),
     "infiniband": Provider("infiniband", "discover", INFINIBAND_PARAMS, {}, "infiniband.md",
                            "reads C(ibnetdiscover) output gathered on the nodes"),

@@ -42,7 +42,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns 
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory_vars import _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\[[^\]]*\])?(?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]')

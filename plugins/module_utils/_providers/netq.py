@@ -29,7 +29,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._transport.http
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, RemoteAPIError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import http_client, secret
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory_vars import _expand
 
 LOGIN = "api/netq/auth/v1/login"
 SELECT_OPID = "api/netq/auth/v1/select/opid/{opid}"

@@ -102,7 +102,7 @@ def test_nodes_without_switch_get_no_tier_unless_asked():
     assert k8s_labels.desired_labels(topo, keys, "no-topology")["cpu1"] == {f"{TIER}0": "no-topology"}
 
 
-def test_label_changes_set_changed_remove_stale_and_leave_the_rest():
+def test_merge_patch_sets_changed_removes_stale_and_leaves_the_rest():
     keys = _labels.LabelKeys()
     current = {"kubernetes.io/hostname": "n1", f"{TIER}0": "old", f"{TIER}3": "stale", "team": "a",
                "accelerator.topograph.run/domain": "rack1"}

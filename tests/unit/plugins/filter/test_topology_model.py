@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aifactory.topology.plugins.filter.domains import FilterModule
+from ansible_collections.aifactory.topology.plugins.filter.topology_model import FilterModule
 
 MODEL = {
     "format": "aifactory.topology/v1",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import group_safe, layout
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.ansible_groups import group_safe, layout
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
