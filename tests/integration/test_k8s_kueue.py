@@ -4,10 +4,11 @@ One Kueue controller manager (tools/k8s_testbed.py ``start_kueue``: built from t
 its CRDs and webhooks from the same module, certificates from the test bed's CA) runs against the
 session's kube-apiserver for the whole module. Each test has its own pool: fake Nodes with 4 GPUs
 each (Kueue admits against Node allocatable; no kubelet, no pod runs), labelled by the real
-``k8s_node_labels`` module, its Topology and ResourceFlavor from the ``k8s_scheduler_topology`` module, and
-its own ClusterQueue and LocalQueue. A workload is a batch/v1 Job with ``kueue.x-k8s.io/queue-name``: Kueue's webhook suspends it, its
-job controller makes the Workload, its scheduler admits it and writes the ``topologyAssignment``
-read here. Every wait polls the API with a deadline.
+``k8s_node_labels`` module, its Topology and ResourceFlavor made by the ``k8s_scheduler_topology``
+module, and its own ClusterQueue and LocalQueue. A workload is a batch/v1 Job with
+``kueue.x-k8s.io/queue-name``: Kueue's webhook suspends it, its job controller makes the Workload,
+its scheduler admits it and writes the ``topologyAssignment`` read here. Every wait polls the API
+with a deadline.
 """
 
 from __future__ import annotations
