@@ -28,6 +28,7 @@ Python API (pytest fixtures in tests/integration/conftest.py wrap it)::
         plane.service_account_token("ns", "sa")          # bearer token (TokenRequest) for K8S_AUTH_API_KEY
         plane.create_nodes(topology_or_names, labels={name: {...}}, allocatable={"pods": "4"})
         plane.install_nfd_crds()         # NFD CRDs from the NFD Go module, waited until Established
+        plane.install_kueue_crds()       # Kueue's Topology and ResourceFlavor CRDs from the Kueue Go module
         plane.start_scheduler()          # real kube-scheduler, if not started with scheduler=True
     kueue = start_kueue(plane)           # Kueue's CRDs + controller manager, webhooks at 127.0.0.1; kueue.stop()
     wait_until(lambda: alice.can_i("list", "nodes"))   # poll a condition that has no object to watch
@@ -45,6 +46,7 @@ Command line::
     python tools/k8s_testbed.py kubeconfig USER [--group G ...]   # prints a new user's kubeconfig path
     python tools/k8s_testbed.py status | stop
     python tools/k8s_testbed.py nfd-crds              # prints the path of the NFD CRD YAML
+    python tools/k8s_testbed.py kueue-crds            # prints the paths of Kueue's CRD YAML files
     python tools/k8s_testbed.py build-kueue           # build or reuse Kueue's controller manager (exit 3: no Go)
 
 ``start``/``status``/``stop``/``kubeconfig`` take ``--dir`` (default ``$AIFACTORY_K8S_RUN_DIR`` or
@@ -383,6 +385,15 @@ def nfd_crds_file(version: str = NFD_VERSION) -> Path:
     return path
 
 
+def kueue_crd_files(version: str = KUEUE_VERSION) -> dict[str, Path]:
+    """Plural resource -> its CRD YAML inside the Kueue Go module (downloaded into the cache on first use)."""
+    directory = Path(_kueue_module(version)["Dir"]) / KUEUE_CRD_DIR
+    files = {path.name.split("_", 1)[1][:-len(".yaml")]: path for path in sorted(directory.glob("kueue.x-k8s.io_*.yaml"))}
+    if "topologies" not in files or "resourceflavors" not in files:
+        raise RuntimeError(f"sigs.k8s.io/kueue@{version} has no topologies and resourceflavors CRDs in {KUEUE_CRD_DIR}")
+    return files
+
+
 def binary_version(path: Path) -> str:
     result = subprocess.run([str(path), "--version"], capture_output=True, text=True, check=False)
     return (result.stdout or result.stderr).strip().splitlines()[0] if (result.stdout or result.stderr).strip() else "?"
@@ -701,11 +712,8 @@ class ControlPlane:
         for name in names:
             self.kubectl.delete("Node", name)
 
-    def install_nfd_crds(self, timeout: float = 60.0) -> list[str]:
-        """Install the NFD CRDs from the NFD Go module and wait until each is Established."""
-        import yaml
-
-        documents = [d for d in yaml.safe_load_all(nfd_crds_file().read_text(encoding="utf-8")) if d]
+    def install_crds(self, documents, timeout: float = 60.0) -> list[str]:
+        """Apply CRD documents and wait until each is Established; returns their names."""
         names = []
         for crd in documents:
             self.kubectl.apply(crd, field_manager="aifactory-testbed")
@@ -715,6 +723,21 @@ class ControlPlane:
                                   api_version="apiextensions.k8s.io/v1", timeout=timeout)
         self.kubectl.refresh_discovery()
         return names
+
+    def install_nfd_crds(self, timeout: float = 60.0) -> list[str]:
+        """Install the NFD CRDs from the NFD Go module and wait until each is Established."""
+        import yaml
+
+        documents = [d for d in yaml.safe_load_all(nfd_crds_file().read_text(encoding="utf-8")) if d]
+        return self.install_crds(documents, timeout)
+
+    def install_kueue_crds(self, resources=("topologies", "resourceflavors"), timeout: float = 60.0) -> list[str]:
+        """Install Kueue's CRDs of ``resources`` (None: all of them) from its Go module; wait until Established."""
+        import yaml
+
+        files = kueue_crd_files()
+        chosen = sorted(files) if resources is None else resources
+        return self.install_crds([yaml.safe_load(files[r].read_text(encoding="utf-8")) for r in chosen], timeout)
 
     # lifecycle
     def start_scheduler(self, timeout: float = START_TIMEOUT) -> None:
@@ -1221,6 +1244,7 @@ def main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help="build or reuse the cached binaries; prints their directory")
     commands.add_parser("nfd-crds", help="print the path of the NFD CRD YAML (from the NFD Go module)")
+    commands.add_parser("kueue-crds", help="print the paths of Kueue's CRD YAML files (from the Kueue Go module)")
     commands.add_parser("build-kueue", help="build or reuse the Kueue controller manager; prints its path")
     for name, text in (("start", "start a control plane; prints the admin kubeconfig path"),
                        ("stop", "stop the processes this run directory's pid files name"),
@@ -1247,6 +1271,10 @@ def main(argv: list[str]) -> int:
             return 0
         if args.command == "nfd-crds":
             print(nfd_crds_file())
+            return 0
+        if args.command == "kueue-crds":
+            for path in kueue_crd_files().values():
+                print(path)
             return 0
         if args.command == "start":
             plane = start(args.dir, scheduler=args.scheduler, detach=True)

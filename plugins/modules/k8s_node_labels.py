@@ -27,29 +27,10 @@ extends_documentation_fragment:
   - aifactory.topology.provider.MODEL
   - aifactory.topology.k8s_auth
   - aifactory.topology.k8s_auth.WRITES
+  - aifactory.topology.k8s_labels
   - aifactory.topology.attributes
   - aifactory.topology.attributes.ACTION_GROUP_K8S
 options:
-  node_selector:
-    description:
-      - Only nodes with all these labels are listed, labelled and cleaned (equality match, as Topograph's C(nodeSelector)).
-      - Nodes of the topology outside the selection are left alone, with a warning.
-    type: dict
-  fabric_labels:
-    description:
-      - Label keys for the fabric tiers, tier 0 (nearest the node) first, replacing C(fabric.topograph.run/tier-N).
-      - Tiers beyond the list get no label.
-    type: list
-    elements: str
-  accelerator_label:
-    description: The label key of the accelerator (NVLink) domain.
-    type: str
-    default: accelerator.topograph.run/domain
-  no_topology_value:
-    description:
-      - The tier-0 value for nodes of the topology without any switch. By default they get no fabric label.
-      - V(no-topology) reproduces Topograph, which puts such nodes under a pseudo switch of that name.
-    type: str
   clean_absent_nodes:
     description:
       - Remove the managed labels of listed nodes that are not in the topology (Topograph leaves them).
@@ -167,17 +148,13 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import ACCELERATOR_LABEL
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_node_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, SHRINK_GUARD_ARG_SPEC
 
 
 def main():
     module = AnsibleModule(argument_spec=k8s_module.argument_spec(
-        node_selector={"type": "dict"},
-        fabric_labels={"type": "list", "elements": "str"},
-        accelerator_label={"type": "str", "default": ACCELERATOR_LABEL},
-        no_topology_value={"type": "str"},
+        **k8s_module.LABEL_KEYS_ARG_SPEC,
         clean_absent_nodes={"type": "bool", "default": True},
         taint_unhealthy={"type": "bool", "default": False},
         **SHRINK_GUARD_ARG_SPEC,

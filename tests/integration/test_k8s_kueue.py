@@ -4,10 +4,11 @@ One Kueue controller manager (tools/k8s_testbed.py ``start_kueue``: built from t
 its CRDs and webhooks from the same module, certificates from the test bed's CA) runs against the
 session's kube-apiserver for the whole module. Each test has its own pool: fake Nodes with 4 GPUs
 each (Kueue admits against Node allocatable; no kubelet, no pod runs), labelled by the real
-``k8s_node_labels`` module, and its own Topology, ResourceFlavor, ClusterQueue and LocalQueue. A
-workload is a batch/v1 Job with ``kueue.x-k8s.io/queue-name``: Kueue's webhook suspends it, its
-job controller makes the Workload, its scheduler admits it and writes the ``topologyAssignment``
-read here. Every wait polls the API with a deadline.
+``k8s_node_labels`` module, its Topology and ResourceFlavor made by the ``k8s_scheduler_topology``
+module, and its own ClusterQueue and LocalQueue. A workload is a batch/v1 Job with
+``kueue.x-k8s.io/queue-name``: Kueue's webhook suspends it, its job controller makes the Workload,
+its scheduler admits it and writes the ``topologyAssignment`` read here. Every wait polls the API
+with a deadline.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
-from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels
+from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, k8s_scheduler_topology
 from tests.integration.k8s_support import TEST_LABEL, gb200, new_id, node_names, run_module
 
 pytestmark = pytest.mark.k8s
@@ -29,21 +30,6 @@ TIER0 = f"{_labels.FABRIC_PREFIX}0"
 DOMAIN = _labels.ACCELERATOR_LABEL
 KUEUE = "kueue.x-k8s.io/v1beta2"
 WAIT = 120.0  # bounds each wait on a loaded 2-core machine; conditions are polled
-
-
-def kueue_topology_objects(name, depth, node_labels):
-    """Kueue's Topology and ResourceFlavor for nodes labelled by k8s_node_labels (tiers 0..depth-1).
-
-    Levels coarsest to finest: the top fabric tier down to tier-0, the NVLink domain, the host.
-    Stands in for the output of the module that renders these objects from the model.
-    """
-    levels = [f"{_labels.FABRIC_PREFIX}{tier}" for tier in reversed(range(depth))] + [DOMAIN, HOSTNAME]
-    return [
-        {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": name},
-         "spec": {"levels": [{"nodeLabel": level} for level in levels]}},
-        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name},
-         "spec": {"nodeLabels": dict(node_labels), "topologyName": name}},
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +69,16 @@ class Pool:
             "provider": {"name": "inventory", "params": params}, "kubeconfig": str(self.k8s.kubeconfig),
             "node_selector": {TEST_LABEL: self.test_id}}, **extra), self.monkeypatch)
         assert not result["failed"], result.get("msg")
+        return result
+
+    def scheduler_topology(self, name):
+        """Kueue's Topology and ResourceFlavor for these nodes, from the k8s_scheduler_topology module."""
+        params = gb200(self.prefix, racks=self.racks, per_rack=self.per_rack)
+        result = run_module(k8s_scheduler_topology, {
+            "provider": {"name": "inventory", "params": params}, "kubeconfig": str(self.k8s.kubeconfig),
+            "node_selector": {TEST_LABEL: self.test_id}, "consumers": ["kueue"], "name": name}, self.monkeypatch)
+        assert not result["failed"], result.get("msg")
+        assert result["levels"] == [f"{_labels.FABRIC_PREFIX}{tier}" for tier in (2, 1, 0)] + [DOMAIN, HOSTNAME]
         return result
 
     def node_labels(self):
@@ -164,8 +160,7 @@ def pool(k8s, kueue, k8s_namespace, monkeypatch):
         k8s.create_nodes(made.nodes, labels=lambda name: {TEST_LABEL: test_id}, allocatable={GPU: "4"})
         made.labels()
         name = f"tas-{test_id}"
-        for manifest in kueue_topology_objects(name, depth=3, node_labels={TEST_LABEL: test_id}):
-            k8s.kubectl.create(manifest)
+        made.scheduler_topology(name)
         k8s.kubectl.create({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
             "namespaceSelector": {},
             "resourceGroups": [{"coveredResources": [GPU], "flavors": [

@@ -11,7 +11,13 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
-from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, nfd_topology, slinky_topology, topology_info
+from ansible_collections.aifactory.topology.plugins.modules import (
+    k8s_node_labels,
+    k8s_scheduler_topology,
+    nfd_topology,
+    slinky_topology,
+    topology_info,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from tests.integration.k8s_support import (
     TEST_LABEL,
@@ -139,4 +145,31 @@ def test_slinky_role_allows_one_configmap_and_dynamic_nodes_only(k8s, k8s_namesp
         ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "secrets"), None),
         ("GET", _k8s.namespaced_path("/api/v1", "default", "pods"), None),
         ("DELETE", _k8s.node_path(names[0]), None),
+    ])
+
+
+def test_scheduler_topology_role_allows_the_module_and_nothing_else(k8s, k8s_namespace, monkeypatch):
+    k8s.install_kueue_crds()
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    make_nodes(k8s, node_names(prefix, 2, 1), test_id)
+    kubeconfig = apply_rbac(k8s, "k8s_scheduler_topology.yaml", f"sched-{test_id}", k8s_namespace, test_id)
+    params = gb200(prefix, racks=2, per_rack=1)
+    args = {"provider": {"name": "inventory", "params": params}, "kubeconfig": str(kubeconfig),
+            "node_selector": {TEST_LABEL: test_id}, "consumers": ["kueue"], "name": prefix}
+    dry = run_module(k8s_scheduler_topology, args, monkeypatch, check_mode=True)
+    assert not dry["failed"], dry.get("msg")
+    assert dry["changed"]
+    assert run_module(k8s_scheduler_topology, args, monkeypatch)["changed"]
+    renamed = run_module(k8s_scheduler_topology, dict(args, flavor_name=f"{prefix}-b"), monkeypatch)
+    assert renamed["deleted"] == [f"resourceflavors.kueue.x-k8s.io/{prefix}"]  # delete is allowed
+    recreated = run_module(k8s_scheduler_topology, dict(args, flavor_name=f"{prefix}-b", fabric_tiers=1,
+                                                        recreate=True), monkeypatch)
+    assert recreated["updated"] == [f"topologies.kueue.x-k8s.io/{prefix}"]
+    user = client(kubeconfig)
+    assert_forbidden(user, [
+        ("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", None),
+        ("PATCH", _k8s.node_path(f"{prefix}-r01-n01"), {"metadata": {"labels": {"x": "y"}}}),
+        ("GET", _k8s.node_path(f"{prefix}-r01-n01"), None),
+        ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "secrets"), None),
     ])

@@ -8,8 +8,21 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ho
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import node_diff
+
+# Doc fragment k8s_labels: the label keys k8s_node_labels writes and k8s_scheduler_topology names as levels.
+LABEL_KEYS_ARG_SPEC = {
+    "node_selector": {"type": "dict"},
+    "fabric_labels": {"type": "list", "elements": "str"},
+    "accelerator_label": {"type": "str", "default": _labels.ACCELERATOR_LABEL},
+    "no_topology_value": {"type": "str"},
+}
+
+
+def label_keys(params):
+    return _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
 
 
 def argument_spec(**options):

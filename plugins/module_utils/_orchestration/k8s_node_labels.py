@@ -26,7 +26,7 @@ def run(module):
     warn, warnings = warning_collector(module)
 
     def work():
-        keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
+        keys = k8s_module.label_keys(params)
         max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
         topology = load_topology(module, warn)
         client, options = k8s_module.connect(module)

@@ -11,7 +11,12 @@ import socket
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, nfd_topology, slinky_topology
+from ansible_collections.aifactory.topology.plugins.modules import (
+    k8s_node_labels,
+    k8s_scheduler_topology,
+    nfd_topology,
+    slinky_topology,
+)
 
 from .module_runner import run_module
 
@@ -72,3 +77,15 @@ def test_nfd_and_slinky_input_errors(run):
     result = run(slinky_topology, {"model": model(switch="leaf1"), "namespace": "slurm", "configmap_name": "slurm",
                                    "plugin": "topology/tree", "topologies": {}})
     assert result["failed"] and "mutually exclusive" in result["msg"]
+
+
+def test_scheduler_topology_input_errors_come_before_any_request(run):
+    result = run(k8s_scheduler_topology, {"model": model(switch="leaf1"), "consumers": ["kueue", "volcano"],
+                                          "node_selector": {"gpu": "true"}})
+    assert result["failed"] and "consumers: unknown 'volcano'; known: kueue, kai" in result["msg"]
+    result = run(k8s_scheduler_topology, {"model": model(switch="leaf1"), "consumers": ["kueue"]})
+    assert result["failed"] and "set flavor_node_labels or node_selector" in result["msg"]
+    result = run(k8s_scheduler_topology, {"model": model(switch="leaf1"), "consumers": ["kai"], "fabric_tiers": -1})
+    assert result["failed"] and "fabric_tiers must be a whole number" in result["msg"]
+    result = run(k8s_scheduler_topology, {"model": model(switch="leaf1"), "consumers": ["kai"]})
+    assert result["failed"] and "cannot reach the API server" in result["msg"] and TOKEN not in json.dumps(result)
