@@ -437,6 +437,7 @@ def test_the_regenerate_endpoint_answers_every_bad_request_counts_it_and_logs_on
     assert statuses == [401] * 90 + [413, 400, 400, 400, 400, 202]
     assert [c["reason"] for c in changes] == ["rack 7 replaced"]
     assert stats.bad_messages == {"a request without a valid token": 90, "a body too large": 1,
-                                  "a body that is not JSON": 2, "a body that is not an object with a string reason": 2}
+                                  "a body that is not JSON": 1, "a body nested too deeply": 1,
+                                  "a body that is not an object with a string reason": 2}
     assert len(logged) == _eda.LOGGED_BAD_MESSAGES and token not in "".join(logged)
     assert "1 requests accepted; 95 bad messages" in stats.summary()
