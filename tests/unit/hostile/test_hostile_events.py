@@ -27,6 +27,7 @@ from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source 
 )
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s, _k8s_watch
 from tests.fault_k8s import FakeApiServer, OneChunk, event_lines, node_list, scripted
+from tests.unit.plugins.module_utils.test_command import gone_or_zombie
 
 
 CLIQUE = "nvidia.com/gpu.clique"
@@ -381,11 +382,38 @@ def test_endless_scontrol_output_stops_at_max_output_and_the_command_is_killed(t
     script = tmp_path / "scontrol"
     script.write_text(f"#!/bin/sh\necho $$ > '{tmp_path}/pid'\nexec yes '{{\"nodes\": ['\n")
     script.chmod(0o755)
-    with pytest.raises(_eda.RemoteAPIError, match="printed more than 100000 bytes; not read further"):
+    with pytest.raises(_eda.RemoteAPIError, match=r"printed more than 100000 bytes; it was killed \(raise max_output\)"):
         asyncio.run(slurm_nodes.poll(slurm_args([str(script)], max_output=100_000, command_timeout=WAIT)))
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(pid, 0)
+
+
+def test_a_wrapper_whose_child_holds_the_pipes_is_killed_with_the_child_at_command_timeout(tmp_path):
+    # ssh ctl scontrol, a shell script: the wrapper ends, its child keeps stdout open and hangs.
+    pidfile = tmp_path / "child.pid"
+    wrapper = ["/bin/sh", "-c", f"sleep 300 & echo $! > '{pidfile}'; exit 0", "ssh-like"]
+    with pytest.raises(_eda.RemoteAPIError, match="did not finish within 1 s; it was killed with every process it "
+                       "started"):
+        asyncio.run(slurm_nodes.poll(slurm_args(wrapper, command_timeout=1)))
+    assert gone_or_zombie(int(pidfile.read_text()))
+
+
+def test_a_poll_cancelled_while_scontrol_hangs_kills_it_at_once(tmp_path):
+    # The script says its pid through a FIFO: the test knows it runs without waiting on the clock.
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    hung = ["/bin/sh", "-c", f"echo $$ > '{fifo}'; exec sleep 300", "scontrol-like"]
+
+    async def main():
+        polling = asyncio.ensure_future(slurm_nodes.poll(slurm_args(hung, command_timeout=300)))
+        pid = int(await asyncio.wait_for(asyncio.to_thread(fifo.read_text), WAIT))
+        polling.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await polling
+        return pid
+
+    assert gone_or_zombie(asyncio.run(main()))
 
 
 def test_the_slurm_source_keeps_polling_through_bad_output_and_says_what_it_skipped(tmp_path, caplog):
