@@ -280,6 +280,16 @@ def test_a_server_that_fails_every_watch_gets_a_growing_wait_not_a_busy_loop(api
     assert all(len(line) < 600 for line in running.logged)
 
 
+def test_a_readyz_that_drips_is_given_up_at_ready_timeout_not_when_the_server_ends_it(api):
+    # The client's timeouts are per socket read: a byte a second never trips them. The probe has
+    # what is left of ready_timeout in total, so the wait ends while the server still drips.
+    api.readyz = "drip"
+    config, _origin = _k8s.configuration({"host": api.url(), "api_key": "t0ken-never-logged"})
+    with pytest.raises(_eda.RemoteAPIError, match=r"is not ready after 1 s \(no complete answer in time\)"):
+        _k8s_watch.wait_ready(_k8s.K8sClient(config), 1)
+    assert not api.readyz_answered.is_set()
+
+
 def test_an_expired_watch_after_events_lists_again_at_once(api):
     api.lists = scripted([node_list([node("n1", "1")]), node_list([node("n1", "9", "a.2")], version="9")],
                          then=node_list([node("n1", "9", "a.2")], version="9"))
