@@ -1,95 +1,29 @@
 """The regenerate endpoint (the webhook) against hostile clients and a hurried operator.
 
-The source's real ``main()`` serves TLS on 127.0.0.1 in the test's own event loop; the clients are
-raw sockets of the same loop, so a test that sees one client answered while another holds its
-connection shows that the server keeps serving others. Waits are bounded (``WAIT``) and end on
-what the server does (an answer, a closed connection, a log line), never on the clock.
+The source's real ``main()`` serves TLS on 127.0.0.1 in the test's own event loop, its clients are
+raw sockets of the same loop (tests/webhook_client.py): one client answered while another holds
+its connection shows that the server keeps serving the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import ssl
 
-import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import pytest
 from cryptography.hazmat.primitives import serialization
 
 from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import regenerate
 from ansible_collections.aifactory.topology.plugins.module_utils import _eda
-
-TOKEN = "a-token-of-32-characters-for-tests"
-WAIT = 30  # seconds: a bound on every wait, never a measure
+from tests.webhook_client import (
+    TOKEN, check_on_a_terminal, exchange, head, serving, source_args, stalled_while_another_is_served, tls_files)
 
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     """(certfile, keyfile, cafile) of a loopback server certificate."""
-    ca = k8s_testbed.CertificateAuthority(tmp_path_factory.mktemp("pki"))
-    cert, key = ca.issue("regenerate", "127.0.0.1", server=True)
-    return str(cert), str(key), str(ca.cert_file)
-
-
-def source_args(tls, **overrides):
-    certfile, keyfile, _cafile = tls
-    args = {"token": TOKEN, "certfile": certfile, "keyfile": keyfile, "port": k8s_testbed.free_port(),
-            "delay": 0, "max_wait": 0}
-    return _eda.source_args(regenerate.SOURCE, dict(args, **overrides), regenerate.SPEC)
-
-
-class _Listening(logging.Handler):
-    def __init__(self, event):
-        super().__init__()
-        self.event = event
-
-    def emit(self, record):
-        if "listening on" in record.getMessage():
-            self.event.set()
-
-
-async def serving(tls, clients, **overrides):
-    """Run ``clients(port, context)`` against the source's main() once it listens; its result."""
-    args = source_args(tls, **overrides)
-    listening = asyncio.Event()
-    handler = _Listening(listening)
-    regenerate.LOG.addHandler(handler)
-    regenerate.LOG.setLevel(logging.INFO)
-    source = asyncio.ensure_future(regenerate.main(asyncio.Queue(), args))
-    try:
-        await asyncio.wait_for(asyncio.wait([source, asyncio.ensure_future(listening.wait())],
-                                            return_when=asyncio.FIRST_COMPLETED), WAIT)
-        if source.done():
-            source.result()  # its error at start
-        context = ssl.create_default_context(cafile=tls[2])
-        return await asyncio.wait_for(clients(args["port"], context), WAIT)
-    finally:
-        source.cancel()
-        await asyncio.gather(source, return_exceptions=True)
-        regenerate.LOG.removeHandler(handler)
-
-
-async def exchange(port, context, *writes):
-    """Send each of ``writes`` (bytes) as its own write, then read the answer to its end: (status, body)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-    try:
-        for data in writes:
-            writer.write(data)
-            await writer.drain()
-        answer = await reader.read()  # to its end: the server closes each connection after one answer
-    finally:
-        writer.close()
-    head, _blank, body = answer.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]) if head else None, body
-
-
-def head(body_length=None, token=TOKEN, extra=b""):
-    lines = [b"POST /v1/generate HTTP/1.1", b"Host: 127.0.0.1", b"Authorization: Bearer " + token.encode()
-             if isinstance(token, str) else b"Authorization: " + token]
-    if body_length is not None:
-        lines += [b"Content-Type: application/json", b"Content-Length: %d" % body_length]
-    return b"\r\n".join(lines) + b"\r\n" + extra + b"\r\n"
+    return tls_files(tmp_path_factory.mktemp("pki"))
 
 
 def test_a_body_in_two_writes_is_read_whole(tls):
@@ -133,24 +67,9 @@ def test_a_bad_request_is_answered_and_the_next_one_is_served(tls, writes, statu
 ], ids=["no-handshake", "dripped-headers", "dripped-body"])
 def test_a_client_that_stalls_is_closed_at_the_deadline_while_others_are_served(tls, partial):
     async def clients(port, context):
-        if partial:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-            writer.write(partial)
-            await writer.drain()
-        else:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            # Served while the stalled client holds its connection.
-            served = await exchange(port, context, head(2) + b"{}")
-            held = await reader.read()  # ends when the server closes it (bounded by WAIT in serving)
-        except (ConnectionError, ssl.SSLError):
-            held = b""
-        finally:
-            writer.close()
-        metrics = await exchange(port, context, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        return served, held, metrics
+        return await stalled_while_another_is_served(port, context, partial)
 
-    served, held, (_status, metrics) = asyncio.run(serving(tls, clients, request_timeout=1))
+    served, held, metrics = asyncio.run(serving(tls, clients, request_timeout=1))
     assert served[0] == 202 and held == b""
     if partial:
         assert b'reason="a request not complete within request_timeout"} 1.0' in metrics
@@ -173,9 +92,9 @@ def encrypted_key(tls, tmp_path):
 
 
 def test_an_encrypted_key_without_its_password_is_an_error_never_a_prompt(tls, encrypted_key):
-    # The password callback answers OpenSSL: it never reads the terminal, whatever stdin is.
-    with pytest.raises(_eda.TopologyError, match="is encrypted; give its pass phrase in option 'keyfile_password'"):
-        regenerate.check(source_args(tls, keyfile=encrypted_key))
+    # On a terminal OpenSSL's own callback asks for the pass phrase there and waits; ours answers it.
+    code, output = check_on_a_terminal(source_args(tls, keyfile=encrypted_key))
+    assert code == 3 and "is encrypted; give its pass phrase in option 'keyfile_password'" in output, output
     with pytest.raises(_eda.TopologyError, match=r"cannot load certfile/keyfile: SSLError \(wrong keyfile_password"):
         regenerate.check(source_args(tls, keyfile=encrypted_key, keyfile_password="wrong"))
     assert isinstance(regenerate.check(source_args(tls, keyfile=encrypted_key, keyfile_password="pass phrase 1")),

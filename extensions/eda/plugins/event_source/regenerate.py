@@ -64,6 +64,9 @@ SPEC = dict(
 MAX_BODY = 64 * 1024
 MAX_DEPTH = 32  # of the JSON body's arrays and objects: {"reason": "..."} needs 1
 MIN_TOKEN = 16
+# Seconds a refused request's unread body is still drained before its connection closes, so that
+# the client reads the answer and not a reset (aiohttp's default is 10).
+LINGER = 1.0
 PATH = "/v1/generate"
 
 
@@ -301,7 +304,8 @@ async def main(queue, args):
     summaries = asyncio.ensure_future(_eda.log_summaries([stats], args["stats_interval"],
                                                          lambda line: LOG.info("%s: %s", SOURCE, line)))
     timeout = args["request_timeout"]
-    runner = web.AppRunner(application(debouncer, args["token"], stats), access_log=None, keepalive_timeout=timeout)
+    runner = web.AppRunner(application(debouncer, args["token"], stats), access_log=None, keepalive_timeout=timeout,
+                           lingering_time=LINGER)
     await runner.setup()
     server = None
     try:
