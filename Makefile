@@ -150,14 +150,16 @@ testbed: venv
 	fi
 
 # Built from the Go module proxy once per machine (cold: about $(K8S_COLD_MINUTES) min on 2 cores), then cached
-# in $(SLURM_CACHE)/k8s; exit code 3 from the tool means "no usable Go here".
+# in $(SLURM_CACHE)/k8s; then the Kueue controller manager (after it: the two would share the 2 cores);
+# exit code 3 from the tool means "no usable Go here".
 k8s-testbed: venv
 	@echo "setup: Kubernetes test bed (built once, about $(K8S_COLD_MINUTES) min cold; cached in $(SLURM_CACHE)/k8s)"; \
-	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/k8s_testbed.py" build || rc=$$?; \
+	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/k8s_testbed.py" build && \
+	  "$(VENV)/bin/python" "$(ROOT)/tools/k8s_testbed.py" build-kueue || rc=$$?; \
 	if [ "$$rc" = 3 ]; then \
 	  echo "************************************************************************"; \
 	  echo "* NOTE: no usable Go toolchain, so the Kubernetes test bed (kube-apiserver,"; \
-	  echo "* kube-scheduler and etcd built from the Go module proxy) cannot be built:"; \
+	  echo "* kube-scheduler, etcd and Kueue built from the Go module proxy) cannot be built:"; \
 	  echo "* the tests marked 'k8s' will be SKIPPED. Install Go >= 1.26 for the full suite."; \
 	  echo "************************************************************************"; \
 	  $(SKIP_OR_FAIL); \

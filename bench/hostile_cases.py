@@ -625,7 +625,7 @@ for label, partial in {"headers dripped": b"POST /v1/generate HTTP/1.1\r\nHost: 
 @case(E, "webhook: an encrypted keyfile without keyfile_password, on a terminal")
 def hostile_case_webhook_encrypted_key(tmp):
     from cryptography.hazmat.primitives import serialization
-    from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
     from tests.webhook_client import check_on_a_terminal, source_args, tls_files
     tls = tls_files(tmp / "pki")
     key = serialization.load_pem_private_key(Path(tls[1]).read_bytes(), None)
@@ -659,7 +659,7 @@ WRAPPER = "sleep 300 &\necho $! > '{pidfile}'\nexit 0\n"  # ssh ctl scontrol, a 
 @case(E, "slurm_nodes: scontrol wrapper whose child holds the pipes")
 def hostile_case_slurm_nodes_wrapper(tmp):
     from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import slurm_nodes
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
     pidfile = tmp / "child.pid"
     args = _eda.source_args(slurm_nodes.SOURCE, {"scontrol": ["/bin/sh", "-c", WRAPPER.format(pidfile=pidfile),
                                                               "ssh"], "command_timeout": 2}, slurm_nodes.SPEC)
@@ -685,7 +685,8 @@ def hostile_case_topology_facts_wrapper(tmp):
 
 @case(E, "k8s_nodes: /readyz drips a header byte a second")
 def hostile_case_readyz_drip(tmp):
-    from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_watch
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
     from tests.fault_k8s import FakeApiServer
     with FakeApiServer() as api:
         api.readyz = "drip"

@@ -5,7 +5,7 @@
 For each size (default 10,000 and 100,000 nodes; bench/run.py's model: NVL72 racks of 18, two
 racks per leaf, leaf -> spine -> core) it measures:
 
-* in process: the group layout (``_engines.inventory.layout``) of the loaded model, wall time
+* in process: the group layout (``_engines.ansible_groups.layout``) of the loaded model, wall time
   (min/median of --repeat runs) and tracemalloc peak;
 * as a process: ``ansible-inventory --list`` on a plugin source reading the model file, the
   same with the jsonfile cache warm (the model is not read again), and, for scale, on a static
@@ -34,7 +34,7 @@ ANSIBLE_INVENTORY = str(Path(sys.executable).with_name("ansible-inventory"))
 
 
 def measure(nodes, repeat, scratch, env):
-    from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import layout
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines.ansible_groups import layout
     from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
     model = scratch / f"model-{nodes}.yaml"

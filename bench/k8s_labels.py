@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / ".collections"))
 
 import k8s_testbed  # noqa: E402  (tools/ is not a package)
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s  # noqa: E402
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s  # noqa: E402
 
 RACK = 18
 AUDIT_POLICY = """\

@@ -340,7 +340,7 @@ def write_profile(stats, label, profile_dir, top=18):
     stats.strip_dirs().sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
     # The collection's own functions (and the YAML entry points), by cumulative time.
-    stats.print_stats(r"_hostlist|_model|slurm|simulation|_common|_file|tree\.py|__init__\.py:\d+\((safe_)?load\)"
+    stats.print_stats(r"_hostlist|_model|slurm|simulation|common|_file|tree\.py|__init__\.py:\d+\((safe_)?load\)"
                       r"|exit_json|_return_formatted", 40)
     path = profile_dir / (re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") + ".txt")
     path.write_text(text.getvalue(), encoding="utf-8")

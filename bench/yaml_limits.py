@@ -31,7 +31,7 @@ def main():
     try:
         import yaml
 
-        from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+        from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
 
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "model.yaml"

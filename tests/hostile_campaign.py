@@ -87,7 +87,7 @@ def make_collection_importable():
 def run_case(name):
     """In the child: run one case, print its outcome as JSON."""
     make_collection_importable()
-    from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
     with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
         try:
             CASES[name].run(Path(tmp))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import _entries
-from ansible_collections.aifactory.topology.plugins.module_utils._slurm_lines import logical_lines, physical_lines
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import _entries
+from ansible_collections.aifactory.topology.plugins.module_utils._base.slurm_lines import logical_lines, physical_lines
 
 
 def current_settings(text, path=None):

@@ -29,7 +29,7 @@ import k8s_testbed  # noqa: E402  # pylint: disable=wrong-import-position
 from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import (  # noqa: E402
     regenerate,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda  # noqa: E402
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda  # noqa: E402
 
 TOKEN = "a-token-of-32-characters-for-tests"
 WAIT = 30  # seconds: a bound on every wait, never a measure

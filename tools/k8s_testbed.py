@@ -6,7 +6,9 @@ Build (once per machine): kube-apiserver and kube-scheduler are compiled from th
 ``k8s.io/kubernetes`` Go module through a wrapper module whose replace directives are
 generated from k8s's own go.mod (every ``k8s.io/X => ./staging/...`` line becomes
 ``k8s.io/X => k8s.io/X v0.<minor>.<patch>``); etcd is compiled from ``go.etcd.io/etcd/server/v3``
-through a five-line ``main``. Everything (wrapper modules, GOPATH, GOMODCACHE, GOCACHE, binaries)
+through a five-line ``main``; the Kueue controller manager (``build-kueue``, needed by the Kueue
+tests only) with ``go install sigs.k8s.io/kueue/cmd/kueue@<version>``, its go.mod having no replace
+directives. Everything (wrapper modules, GOPATH, GOMODCACHE, GOCACHE, binaries)
 lives under ``$AIFACTORY_CACHE/k8s`` (default /var/cache/aifactory-topology/k8s), so only the
 first run on a machine pays; nothing built is committed.
 
@@ -27,6 +29,7 @@ Python API (pytest fixtures in tests/integration/conftest.py wrap it)::
         plane.create_nodes(topology_or_names, labels={name: {...}}, allocatable={"pods": "4"})
         plane.install_nfd_crds()         # NFD CRDs from the NFD Go module, waited until Established
         plane.start_scheduler()          # real kube-scheduler, if not started with scheduler=True
+    kueue = start_kueue(plane)           # Kueue's CRDs + controller manager, webhooks at 127.0.0.1; kueue.stop()
     wait_until(lambda: alice.can_i("list", "nodes"))   # poll a condition that has no object to watch
     node_manifest(name, labels, allocatable)           # the Node dict create_nodes() sends
 
@@ -42,6 +45,7 @@ Command line::
     python tools/k8s_testbed.py kubeconfig USER [--group G ...]   # prints a new user's kubeconfig path
     python tools/k8s_testbed.py status | stop
     python tools/k8s_testbed.py nfd-crds              # prints the path of the NFD CRD YAML
+    python tools/k8s_testbed.py build-kueue           # build or reuse Kueue's controller manager (exit 3: no Go)
 
 ``start``/``status``/``stop``/``kubeconfig`` take ``--dir`` (default ``$AIFACTORY_K8S_RUN_DIR`` or
 /tmp/aifactory-k8s-testbed).
@@ -81,6 +85,12 @@ ETCD_VERSION = os.environ.get("AIFACTORY_ETCD_VERSION", "v3.6.16")
 # Node Feature Discovery module that provides deployment/base/nfd-crds/nfd-api-crds.yaml.
 NFD_VERSION = os.environ.get("AIFACTORY_NFD_VERSION", "v0.18.3")
 NFD_CRD_FILE = "deployment/base/nfd-crds/nfd-api-crds.yaml"
+# Kueue (sigs.k8s.io/kueue): its go.mod has no replace directives, so ``go install module@version``
+# builds cmd/kueue exactly as its own go.sum pins it; the CRDs and webhook manifests come from the same zip.
+KUEUE_VERSION = os.environ.get("AIFACTORY_KUEUE_VERSION", "v0.19.2")
+KUEUE_RECIPE_VERSION = "1"
+KUEUE_CRD_DIR = "config/components/crd/bases"
+KUEUE_WEBHOOK_FILE = "config/components/webhook/manifests.yaml"
 MIN_GO = (1, 26)
 # Bump when the build recipe changes so cached binaries are rebuilt.
 RECIPE_VERSION = "1"
@@ -163,27 +173,39 @@ def go_version(go: str) -> tuple[int, int] | None:
 
 
 def is_built(version: str = K8S_VERSION) -> bool:
-    marker = bin_dir(version) / "RECIPE"
+    return _stamped(bin_dir(version), _recipe(version), BINARIES)
+
+
+def _stamped(directory: Path, recipe: dict, binaries) -> bool:
+    """True when ``directory``'s RECIPE stamp is ``recipe`` and every binary is executable."""
+    marker = directory / "RECIPE"
     if not marker.is_file():
         return False
     try:
         recorded = json.loads(marker.read_text(encoding="utf-8"))
     except ValueError:
         return False
-    return recorded == _recipe(version) and all(os.access(bin_dir(version) / b, os.X_OK) for b in BINARIES)
+    return recorded == recipe and all(os.access(directory / b, os.X_OK) for b in binaries)
 
 
 def unavailable_reason(version: str = K8S_VERSION) -> str | None:
     """None when the binaries are cached or can be built here; otherwise what is missing."""
-    if is_built(version):
-        return None
+    return None if is_built(version) else _go_problem(f"kube-apiserver {version}", bin_dir(version))
+
+
+def kueue_unavailable_reason(version: str = KUEUE_VERSION) -> str | None:
+    """None when the Kueue controller manager is cached or can be built here; otherwise what is missing."""
+    return None if kueue_is_built(version) else _go_problem(f"Kueue {version}", kueue_dir(version) / "bin")
+
+
+def _go_problem(what: str, where: Path) -> str | None:
     go = go_binary()
     if go is None:
-        return (f"kube-apiserver {version} is not built in {bin_dir(version)} and Go is not installed "
+        return (f"{what} is not built in {where} and Go is not installed "
                 f"(needs Go >= {MIN_GO[0]}.{MIN_GO[1]} to build it from the Go module proxy)")
     found = go_version(go)
     if found is None or found < MIN_GO:
-        return f"kube-apiserver {version} needs Go >= {MIN_GO[0]}.{MIN_GO[1]} to build; {go} is {found}"
+        return f"{what} needs Go >= {MIN_GO[0]}.{MIN_GO[1]} to build; {go} is {found}"
     return None
 
 
@@ -200,10 +222,10 @@ def _staging_version(version: str) -> str:
 
 # -- build ------------------------------------------------------------------------------------
 
-def _go(args: list[str], cwd: Path) -> str:
+def _go(args: list[str], cwd: Path, env: dict | None = None) -> str:
     with heartbeat("k8s-testbed", f"go {args[0]} {args[1] if len(args) > 1 else ''}".rstrip()):
-        result = subprocess.run([go_binary() or "go", *args], cwd=cwd, env=go_env(), capture_output=True, text=True,
-                                check=False)
+        result = subprocess.run([go_binary() or "go", *args], cwd=cwd, env={**go_env(), **(env or {})},
+                                capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"go {' '.join(args)} failed in {cwd}:\n{result.stderr[-4000:]}")
     return result.stdout
@@ -271,33 +293,85 @@ def build(version: str = K8S_VERSION) -> Path:
     A cold build takes minutes on two cores (see docs/testing.md); the module and build caches
     stay under cache_dir() so a rebuild after a recipe change is quick.
     """
-    if is_built(version):
-        return bin_dir(version)
-    reason = unavailable_reason(version)
+    def steps(staging: Path) -> None:
+        log(f"building kube-apiserver and kube-scheduler {version} (Go module proxy; cold: many minutes)")
+        _build_kubernetes(version, version_dir(version) / "src" / "kubernetes", staging)
+        log(f"building etcd {ETCD_VERSION}")
+        _build_etcd(version_dir(version) / "src" / "etcd", staging)
+        log(f"fetching the NFD module {NFD_VERSION} (CRDs)")
+        nfd_crds_file()
+
+    return _build_once(version_dir(version), _recipe(version), BINARIES, steps,
+                       lambda: unavailable_reason(version))
+
+
+def _build_once(root: Path, recipe: dict, binaries, steps, unavailable) -> Path:
+    """``root``/bin built by ``steps(staging)`` once per recipe: under a lock (a concurrent build, e.g.
+    make setup and pytest, waits for this one), into ``bin.partial`` renamed when complete."""
+    out = root / "bin"
+    if _stamped(out, recipe, binaries):
+        return out
+    reason = unavailable()
     if reason:
         raise TestbedUnavailable(reason)
-    root = version_dir(version)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "w", encoding="utf-8") as lock:
-        with heartbeat("k8s-testbed", "waiting for another build of this version to finish"):
-            fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build (make setup + pytest) waits for this one
-        if is_built(version):
-            return bin_dir(version)
+        with heartbeat("k8s-testbed", f"waiting for another build in {root} to finish"):
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if _stamped(out, recipe, binaries):
+            return out
         staging = root / "bin.partial"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         started = time.monotonic()
-        log(f"building kube-apiserver and kube-scheduler {version} (Go module proxy; cold: many minutes)")
-        _build_kubernetes(version, root / "src" / "kubernetes", staging)
-        log(f"building etcd {ETCD_VERSION}")
-        _build_etcd(root / "src" / "etcd", staging)
-        log(f"fetching the NFD module {NFD_VERSION} (CRDs)")
-        nfd_crds_file()
-        (staging / "RECIPE").write_text(json.dumps(_recipe(version)), encoding="utf-8")
-        shutil.rmtree(bin_dir(version), ignore_errors=True)
-        staging.rename(bin_dir(version))
-        log(f"built in {time.monotonic() - started:.0f}s: {bin_dir(version)}")
-    return bin_dir(version)
+        steps(staging)
+        (staging / "RECIPE").write_text(json.dumps(recipe), encoding="utf-8")
+        shutil.rmtree(out, ignore_errors=True)
+        staging.rename(out)
+        log(f"built in {time.monotonic() - started:.0f}s: {out}")
+    return out
+
+
+def kueue_dir(version: str = KUEUE_VERSION) -> Path:
+    return cache_dir() / f"kueue-{version}"
+
+
+def _kueue_recipe(version: str) -> dict:
+    return {"recipe": KUEUE_RECIPE_VERSION, "kueue": version}
+
+
+def kueue_is_built(version: str = KUEUE_VERSION) -> bool:
+    return _stamped(kueue_dir(version) / "bin", _kueue_recipe(version), ("kueue",))
+
+
+def build_kueue(version: str = KUEUE_VERSION) -> Path:
+    """Build (or reuse) the Kueue controller manager (``cmd/kueue``); returns its binary's path."""
+    def steps(staging: Path) -> None:
+        log(f"building the Kueue controller manager {version} (Go module proxy; cold: minutes)")
+        stamp = " ".join(f"-X sigs.k8s.io/kueue/pkg/version.{key}={value}" for key, value in (
+            ("GitVersion", version), ("GitCommit", _kueue_module(version).get("Origin", {}).get("Hash", "unknown"))))
+        _go(["install", "-trimpath", "-ldflags", f"-s -w {stamp}", f"sigs.k8s.io/kueue/cmd/kueue@{version}"],
+            cache_dir(), env={"GOBIN": str(staging)})
+
+    binary_dir = _build_once(kueue_dir(version), _kueue_recipe(version), ("kueue",), steps,
+                             lambda: kueue_unavailable_reason(version))
+    return binary_dir / "kueue"
+
+
+def _kueue_module(version: str = KUEUE_VERSION) -> dict:
+    return go_mod_download("sigs.k8s.io/kueue", version)
+
+
+def kueue_manifests(version: str = KUEUE_VERSION) -> tuple[list[dict], list[dict]]:
+    """Kueue's CRDs and its webhook configurations, as its module zip ships them."""
+    import yaml
+
+    root = Path(_kueue_module(version)["Dir"])
+    crds = [yaml.safe_load(path.read_text(encoding="utf-8")) for path in sorted((root / KUEUE_CRD_DIR).glob("*.yaml"))]
+    webhooks = [d for d in yaml.safe_load_all((root / KUEUE_WEBHOOK_FILE).read_text(encoding="utf-8")) if d]
+    if not crds or not webhooks:
+        raise RuntimeError(f"sigs.k8s.io/kueue@{version} has no {KUEUE_CRD_DIR} or {KUEUE_WEBHOOK_FILE}")
+    return crds, webhooks
 
 
 def nfd_crds_file(version: str = NFD_VERSION) -> Path:
@@ -459,15 +533,18 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _spawn(run_dir: Path, name: str, argv: list[str], detach: bool) -> subprocess.Popen:
-    """Start ``argv`` logging to ``<name>.log``; ``detach``: outlive this process (the CLI's start)."""
+def _spawn(run_dir: Path, name: str, argv: list[str], detach: bool, exe: str | None = None) -> subprocess.Popen:
+    """Start ``argv`` logging to ``<name>.log``; ``detach``: outlive this process (the CLI's start).
+
+    ``exe``: the binary the process ends up running when ``argv[0]`` is a launcher that execs it
+    (the pid file names it, so stop() recognises the process)."""
     log_path = run_dir / f"{name}.log"
     with open(log_path, "ab") as log_file:
         # Own session: a terminal's Ctrl-C does not reach it; stop() ends it by its pid file.
         process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
             argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=run_dir,
             start_new_session=True, preexec_fn=None if detach else _die_with_parent)
-    _pid_file(run_dir, name).write_text(f"{process.pid}\n{argv[0]}\n", encoding="utf-8")
+    _pid_file(run_dir, name).write_text(f"{process.pid}\n{exe or argv[0]}\n", encoding="utf-8")
     return process
 
 
@@ -708,10 +785,12 @@ def crd_established(crd: dict) -> bool:
 
 
 def start(run_dir: Path | str = DEFAULT_RUN_DIR, scheduler: bool = False, version: str = K8S_VERSION,
-          apiserver_args=(), timeout: float = START_TIMEOUT, detach: bool = False) -> ControlPlane:
+          apiserver_args=(), timeout: float = START_TIMEOUT, detach: bool = False,
+          scheduler_args=()) -> ControlPlane:
     """Start etcd and kube-apiserver (and kube-scheduler) with state in ``run_dir``; wait until ready.
 
-    ``apiserver_args`` are appended to kube-apiserver's flags (e.g. an audit log for benchmarks).
+    ``apiserver_args`` are appended to kube-apiserver's flags (e.g. an audit log for benchmarks),
+    ``scheduler_args`` to kube-scheduler's (e.g. ``--feature-gates=...`` of alpha gang scheduling).
     Without ``detach`` the components get SIGTERM when this process dies; the CLI detaches.
     A port taken between choosing and binding it (another test bed starting) is retried.
     """
@@ -724,7 +803,7 @@ def start(run_dir: Path | str = DEFAULT_RUN_DIR, scheduler: bool = False, versio
         _reset_run_dir(run_dir)
         plane = ControlPlane(run_dir, {"version": version, "bin_dir": str(binaries), "scheduler": False,
                                        "ports": {}, "apiserver_args": list(apiserver_args),
-                                       "detach": detach})
+                                       "scheduler_args": list(scheduler_args), "detach": detach})
         try:
             _start_components(plane, timeout)
             if scheduler:
@@ -822,6 +901,7 @@ def _start_scheduler(plane: ControlPlane, timeout: float) -> None:
         str(plane.bin_dir / "kube-scheduler"), f"--config={config}",
         "--bind-address=127.0.0.1", f"--secure-port={port}",
         "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+        *plane.state.get("scheduler_args", []),
     ])
     plane.processes["kube-scheduler"] = process
     # The scheduler serves a self-signed certificate it made in memory: checked for liveness only.
@@ -831,6 +911,128 @@ def _start_scheduler(plane: ControlPlane, timeout: float) -> None:
     _wait_ready("kube-scheduler", process, run_dir / "kube-scheduler.log",
                 _health_check(f"https://127.0.0.1:{port}/readyz", insecure), timeout)
     plane.state["scheduler"] = True
+
+
+# -- Kueue -------------------------------------------------------------------------------------
+
+KUEUE_NAMESPACE = "kueue-system"
+# Kueue reads its metrics certificate from this fixed path when its internal cert management is off
+# (cmd/kueue/main.go); the launcher mounts a private tmpfs over /etc in a mount namespace of its own,
+# so the host's /etc is never touched and parallel controllers do not share the files.
+KUEUE_METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
+_KUEUE_LAUNCHER = (
+    'set -e; mount -t tmpfs -o mode=0755,size=1m aifactory-kueue /etc; mkdir -p "$2"; '
+    'cp "$1/tls.crt" "$1/tls.key" "$2/"; shift 2; exec "$@"'
+)
+# The webhooks the test bed registers: Kueue's own objects and batch/v1 Jobs (the one integration it
+# enables). Those of the other integrations would refuse every Deployment, Pod ... of the plane.
+KUEUE_WEBHOOK_RESOURCES = {("kueue.x-k8s.io", None), ("batch", "jobs")}
+
+
+class KueueController:
+    """A Kueue controller manager running against a ControlPlane, its webhooks at 127.0.0.1."""
+
+    def __init__(self, plane: ControlPlane, directory: Path, process: subprocess.Popen, webhooks: list[tuple[str, str]]):
+        self.plane = plane
+        self.dir = directory
+        self.process = process
+        self.webhooks = webhooks  # (kind, name) of the webhook configurations registered
+
+    def log(self) -> str:
+        return (self.dir / "kueue.log").read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> None:
+        """Unregister the webhooks first (the plane stays usable), then stop the process."""
+        for kind, name in self.webhooks:
+            with contextlib.suppress(Exception):
+                self.plane.kubectl.delete(kind, name, api_version="admissionregistration.k8s.io/v1", grace_period=None)
+        _stop_process(self.dir, "kueue", self.process)
+
+
+def kueue_webhook_configurations(webhooks: list[dict], base_url: str, ca_file: Path) -> list[dict]:
+    """Kueue's webhook configurations pointed at ``base_url`` (no Service), only for KUEUE_WEBHOOK_RESOURCES."""
+    def wanted(hook):
+        return any((group, resource) in KUEUE_WEBHOOK_RESOURCES or (group, None) in KUEUE_WEBHOOK_RESOURCES
+                   for rule in hook.get("rules", []) for group in rule["apiGroups"] for resource in rule["resources"])
+
+    result = []
+    for configuration in webhooks:
+        hooks = []
+        for hook in configuration["webhooks"]:
+            if wanted(hook):
+                path = hook["clientConfig"]["service"]["path"]
+                hook = dict(hook, clientConfig={"url": base_url + path, "caBundle": _b64(ca_file)})
+                hooks.append(hook)
+        if hooks:
+            name = "aifactory-testbed-kueue-" + configuration["metadata"]["name"]
+            result.append(dict(configuration, metadata={"name": name}, webhooks=hooks))
+    return result
+
+
+def start_kueue(plane: ControlPlane, feature_gates: dict | None = None, timeout: float = START_TIMEOUT,
+                version: str = KUEUE_VERSION) -> KueueController:
+    """Install Kueue's CRDs and start its controller manager against ``plane``; wait until it is ready.
+
+    Certificates come from the plane's CA (webhook and metrics serving certificates for 127.0.0.1);
+    Kueue authenticates with the admin kubeconfig. TopologyAwareScheduling is beta and on by default
+    in v0.19; ``feature_gates`` overrides Kueue's gates (VisibilityOnDemand is off: its API server
+    would want certificates under /visibility and is not needed).
+    """
+    binary = build_kueue(version)
+    crds, webhooks = kueue_manifests(version)
+    kubectl = plane.kubectl
+    for crd in crds:
+        kubectl.apply(crd, field_manager="aifactory-testbed")
+    for crd in crds:
+        kubectl.wait_for("CustomResourceDefinition", crd["metadata"]["name"], crd_established,
+                         api_version="apiextensions.k8s.io/v1", timeout=timeout)
+    kubectl.refresh_discovery()
+    if kubectl.get("Namespace", KUEUE_NAMESPACE) is None:
+        kubectl.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}})
+
+    directory = plane.dir / "kueue"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir()
+    ca = CertificateAuthority(plane.dir / "pki")
+    certs = {}
+    for purpose in ("webhook", "metrics"):
+        cert_dir = directory / f"{purpose}-certs"
+        cert_dir.mkdir(mode=0o700)
+        cert, key = ca.issue(f"kueue-{purpose}", f"kueue-{purpose}", server=True)
+        shutil.move(cert, cert_dir / "tls.crt")
+        shutil.move(key, cert_dir / "tls.key")
+        certs[purpose] = cert_dir
+    ports = {"webhook": free_port(), "metrics": free_port(), "health": free_port()}
+    config = directory / "config.yaml"
+    config.write_text(json.dumps({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": KUEUE_NAMESPACE,
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
+        "metrics": {"bindAddress": f"127.0.0.1:{ports['metrics']}"},
+        "webhook": {"host": "127.0.0.1", "port": ports["webhook"], "certDir": str(certs["webhook"])},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "integrations": {"frameworks": ["batch/job"]},
+        "featureGates": {"VisibilityOnDemand": False, **(feature_gates or {})},
+    }, indent=2), encoding="utf-8")
+    process = _spawn(directory, "kueue", detach=False, exe=str(binary), argv=[
+        shutil.which("unshare") or "unshare", "--mount", "--propagation", "private", "--",
+        "/bin/sh", "-c", _KUEUE_LAUNCHER, "kueue-launcher", str(certs["metrics"]), KUEUE_METRICS_CERT_DIR,
+        str(binary), f"--config={config}", f"--kubeconfig={plane.kubeconfig}", "--zap-log-level=2",
+    ])
+    try:
+        _wait_ready("kueue", process, directory / "kueue.log",
+                    _health_check(f"http://127.0.0.1:{ports['health']}/readyz"), timeout)
+        registered = []
+        for configuration in kueue_webhook_configurations(webhooks, f"https://127.0.0.1:{ports['webhook']}",
+                                                          plane.ca_file):
+            kubectl.apply(configuration, field_manager="aifactory-testbed")
+            registered.append((configuration["kind"], configuration["metadata"]["name"]))
+    except BaseException:
+        _stop_process(directory, "kueue", process)
+        raise
+    return KueueController(plane, directory, process, registered)
 
 
 def stop(run_dir: Path | str = DEFAULT_RUN_DIR, processes: dict | None = None) -> list[str]:
@@ -1025,6 +1227,7 @@ def main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help="build or reuse the cached binaries; prints their directory")
     commands.add_parser("nfd-crds", help="print the path of the NFD CRD YAML (from the NFD Go module)")
+    commands.add_parser("build-kueue", help="build or reuse the Kueue controller manager; prints its path")
     for name, text in (("start", "start a control plane; prints the admin kubeconfig path"),
                        ("stop", "stop the processes this run directory's pid files name"),
                        ("status", "say what runs; exit 0 when the API server is ready"),
@@ -1044,6 +1247,9 @@ def main(argv: list[str]) -> int:
             print(path)
             for binary in BINARIES:
                 log(f"{binary}: {binary_version(path / binary)}")
+            return 0
+        if args.command == "build-kueue":
+            print(build_kueue())
             return 0
         if args.command == "nfd-crds":
             print(nfd_crds_file())

@@ -330,7 +330,7 @@ def slurm_conf(nodes, *, plugin=None, partitions=None) -> str:
     if not nodes:
         raise ValueError("slurm.conf needs at least one node")
     port = free_port()
-    from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import compress
 
     lines = [
         # A private port and cluster name: controllers of concurrent test runs never collide.

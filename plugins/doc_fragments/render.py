@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rendering options shared by the modules that render the Slurm topology.
 
-One text per option, for the argument specs in module_utils/_common.py: DOCUMENTATION for
+One text per option, for the argument specs in module_utils/_orchestration/common.py: DOCUMENTATION for
 RENDER_ARG_SPEC less its layout, LAYOUT for the block layout (block_sizes, domain_order) that
 segment_capacity plans with too, SHRINK_GUARD for SHRINK_GUARD_ARG_SPEC.
 """

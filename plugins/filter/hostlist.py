@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as _hostlist
 
 
 def hostlist_expand(expression):

@@ -126,11 +126,12 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.utils.display import Display
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _arguments, _providers
-from ansible_collections.aifactory.topology.plugins.module_utils._common import PROVIDER_ARG_SPEC, load_model_file
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import (
+from ansible_collections.aifactory.topology.plugins.module_utils import _providers
+from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import PROVIDER_ARG_SPEC, load_model_file
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.ansible_groups import (
     GROUP_CLASH, layout, skip_message)
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 display = Display()

@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
     NodeUnhealthy,
     TopologyError,

@@ -79,21 +79,15 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_module, _node_facts
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_node_annotations
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 
 
 def main():
     spec = dict(_k8s.AUTH_ARG_SPEC, **_k8s.WRITE_ARG_SPEC)
     spec.update(node_facts={"type": "dict", "required": True}, region={"type": "str", "default": "local"})
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-
-    def job():
-        desired = _node_facts.broker_annotations(module.params["node_facts"], module.params["region"])
-        client, options = _k8s_module.connect(module)
-        return k8s_nodes.reconcile_broker_annotations(client, desired, options, warn=module.warn, diff=module._diff)
-
-    _k8s_module.run(module, job)
+    k8s_node_annotations.run(module)
 
 
 if __name__ == "__main__":

@@ -167,42 +167,22 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes, shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
-    INPUT_CONSTRAINTS,
-    SHRINK_GUARD_ARG_SPEC,
-    load_topology,
-    warning_collector,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import ACCELERATOR_LABEL
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_node_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, SHRINK_GUARD_ARG_SPEC
 
 
 def main():
-    module = AnsibleModule(argument_spec=_k8s_module.argument_spec(
+    module = AnsibleModule(argument_spec=k8s_module.argument_spec(
         node_selector={"type": "dict"},
         fabric_labels={"type": "list", "elements": "str"},
-        accelerator_label={"type": "str", "default": _labels.ACCELERATOR_LABEL},
+        accelerator_label={"type": "str", "default": ACCELERATOR_LABEL},
         no_topology_value={"type": "str"},
         clean_absent_nodes={"type": "bool", "default": True},
         taint_unhealthy={"type": "bool", "default": False},
         **SHRINK_GUARD_ARG_SPEC,
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
-    params = module.params
-    warn, warnings = warning_collector(module)
-
-    def job():
-        keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
-        max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
-        topology = load_topology(module, warn)
-        client, options = _k8s_module.connect(module)
-        return k8s_nodes.reconcile_node_labels(
-            client, topology, keys, options, node_selector=params["node_selector"],
-            no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
-            warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
-            taint_unhealthy=params["taint_unhealthy"])
-
-    _k8s_module.run(module, job, warnings)
+    k8s_node_labels.run(module)
 
 
 if __name__ == "__main__":

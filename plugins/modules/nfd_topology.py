@@ -94,28 +94,17 @@ deleted:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils._common import INPUT_CONSTRAINTS, load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, nfd_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS
 
 
 def main():
-    module = AnsibleModule(argument_spec=_k8s_module.argument_spec(
+    module = AnsibleModule(argument_spec=k8s_module.argument_spec(
         namespace={"type": "str", "required": True},
         cleanup={"type": "bool", "default": True},
         no_topology_value={"type": "str"},
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
-    params = module.params
-
-    def job():
-        topology = load_topology(module)
-        client, options = _k8s_module.connect(module)
-        result = k8s_objects.reconcile_nfd(client, topology, params["namespace"], options, cleanup=params["cleanup"],
-                                           no_topology_value=params["no_topology_value"], diff=module._diff)
-        result["quarantined"] = topology.quarantine_report()
-        return result
-
-    _k8s_module.run(module, job)
+    nfd_topology.run(module)
 
 
 if __name__ == "__main__":

@@ -257,44 +257,16 @@ fabric:
       type: dict
 """
 
-import gc
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command
-from ansible_collections.aifactory.topology.plugins.module_utils import _segment_capacity as job
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
-    INPUT_CONSTRAINTS,
-    load_topology,
-    provider_arg_spec,
-    warning_collector,
-)
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import segment_capacity
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, provider_arg_spec
 
 
 def main():
     argument_spec = provider_arg_spec(model=True)
-    argument_spec.update(job.ARG_SPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **INPUT_CONSTRAINTS)
-    params = module.params
-    warn, warnings = warning_collector(module)
-
-    def read_scontrol_json():
-        return _command.run_checked([params["scontrol_path"], "show", "nodes", "--json"],
-                                    timeout=params["scontrol_timeout"])
-
-    # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
-    gc.disable()
-    try:
-        with failing_cleanly(module):
-            topology = load_topology(module, warn)
-            result = job.analyse(topology, params, read_scontrol_json, warn)
-            result["quarantined"] = topology.quarantine_report()
-            result["summary"]["quarantined"] = len(topology.quarantined)
-    finally:
-        gc.enable()
-    result["summary"]["warnings"] = warnings
-    module.exit_json(changed=False, **result)
+    argument_spec.update(segment_capacity.ARG_SPEC)
+    segment_capacity.run(AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **INPUT_CONSTRAINTS))
 
 
 if __name__ == "__main__":

@@ -128,19 +128,12 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_configmap
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
-    INPUT_CONSTRAINTS,
-    RENDER_ARG_SPEC,
-    SHRINK_GUARD_ARG_SPEC,
-    load_topology,
-    warning_collector,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, slinky_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, RENDER_ARG_SPEC, SHRINK_GUARD_ARG_SPEC
 
 
 def main():
-    argument_spec = _k8s_module.argument_spec(
+    argument_spec = k8s_module.argument_spec(
         namespace={"type": "str", "required": True},
         configmap_name={"type": "str", "required": True},
         configmap_key={"type": "str", "default": "topology.conf", "no_log": False},
@@ -157,16 +150,7 @@ def main():
         required_one_of=INPUT_CONSTRAINTS["required_one_of"],
         supports_check_mode=True,
     )
-    warn, warnings = warning_collector(module)
-
-    def job():
-        topology = load_topology(module, warn)
-        client, options = _k8s_module.connect(module, k8s_configmap.SLINKY_FIELD_MANAGER)
-        result = k8s_configmap.reconcile_slinky(client, topology, module.params, options, warn=warn, diff=module._diff)
-        result["quarantined"] = topology.quarantine_report()
-        return result
-
-    _k8s_module.run(module, job, warnings)
+    slinky_topology.run(module)
 
 
 if __name__ == "__main__":

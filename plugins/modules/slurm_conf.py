@@ -99,13 +99,11 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_conf
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_conf
 
 
 def main():
-    module = AnsibleModule(
+    slurm_conf.run(AnsibleModule(
         argument_spec={
             "path": {"type": "path", "default": "/etc/slurm/slurm.conf"},
             "settings": {"type": "dict", "default": {}},
@@ -115,20 +113,7 @@ def main():
         },
         add_file_common_args=True,
         supports_check_mode=True,
-    )
-    path = module.params["path"]
-    with failing_cleanly(module):
-        current = read_text(path)
-        if current is None:
-            raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
-        content, settings, partitions = _slurm_conf.apply(current, module.params["settings"],
-                                                          module.params["partitions"], path=path)
-        result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
-                             current=current)
-    restart = _slurm_conf.restart_settings(settings)
-    result.update(changed_settings=settings, changed_partitions=partitions, restart_settings=restart,
-                  restart_required=bool(restart))
-    module.exit_json(**result)
+    ))
 
 
 if __name__ == "__main__":

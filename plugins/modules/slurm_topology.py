@@ -155,30 +155,17 @@ summary:
       elements: str
 """
 
-import contextlib
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_files import DEFAULT_HEADER
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
     INPUT_CONSTRAINTS,
     RENDER_ARG_SPEC,
     SCONTROL_ARG_SPEC,
     SHRINK_GUARD_ARG_SPEC,
-    load_topology,
     provider_arg_spec,
-    warning_collector,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import (
-    ensure_file,
-    locked,
-    read_text,
-    resolve_dest,
-)
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
 
 
 def main():
@@ -187,7 +174,7 @@ def main():
     argument_spec.update(SHRINK_GUARD_ARG_SPEC)
     argument_spec.update(SCONTROL_ARG_SPEC)
     argument_spec.update(
-        header={"type": "str", "default": job.DEFAULT_HEADER},
+        header={"type": "str", "default": DEFAULT_HEADER},
         validate={"type": "str"},
         drain_unhealthy={"type": "bool", "default": False},
     )
@@ -198,43 +185,7 @@ def main():
         add_file_common_args=True,
         supports_check_mode=True,
     )
-    params = module.params
-
-    def resolve_partition(partition):
-        try:
-            out = _command.run_checked([params["scontrol_path"], "show", "partition", "-o", partition],
-                                       timeout=params["scontrol_timeout"])
-        except CommandError as exc:
-            raise CommandError(f"cannot read partition {partition!r} with scontrol: {exc}") from None
-        return job.parse_partition_nodes(partition, out)
-
-    warn, warnings = warning_collector(module)
-
-    with failing_cleanly(module):
-        topology = load_topology(module, warn)
-        body, summary = job.render(topology, params, resolve_partition, warn)
-        summary["warnings"] = warnings
-        content = job.with_header(body, params["header"])
-        result = {"changed": False, "content": content, "summary": summary,
-                  "quarantined": topology.quarantine_report()}
-        if params["dest"]:
-            shrink_guard.check_max_node_loss(params["max_node_loss"])
-            # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
-            with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
-                current = read_text(resolve_dest(params["dest"]))
-                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"],
-                                                    where=f"the current file {params['dest']}")
-                if warning:
-                    warn(warning)
-                result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
-                                          current=current))
-        if params["drain_unhealthy"]:
-            drains = slurm_drain.reconcile(
-                topology, lambda args: _command.run_checked([params["scontrol_path"], *args],
-                                                            timeout=params["scontrol_timeout"]),
-                module.check_mode, shrink_guard.check_max_node_loss(params["max_node_loss"]), params["force"], warn)
-            result.update(drains, changed=result["changed"] or bool(drains["drained"] or drains["resumed"]))
-    module.exit_json(**result)
+    slurm_topology.run(module)
 
 
 if __name__ == "__main__":

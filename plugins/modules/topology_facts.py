@@ -142,20 +142,13 @@ ansible_facts:
             health_checked: true
 """
 
-import os
-import shlex
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command, _node_facts, _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, failing_cleanly
-
-# A node's nvidia-smi answer is one CSV row per GPU (a few KB); more is not an answer.
-MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_facts
 
 
 def main():
-    module = AnsibleModule(
+    topology_facts.run(AnsibleModule(
         argument_spec={
             "gather": {"type": "list", "elements": "str", "choices": ["hostname", "infiniband", "nvlink"],
                        "default": ["hostname", "infiniband", "nvlink"]},
@@ -165,41 +158,7 @@ def main():
             "fabric_health": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
-    )
-    with failing_cleanly(module):
-        gather = set(module.params["gather"])
-        hostname = os.uname().nodename
-        facts = {}
-        if "hostname" in gather:
-            facts["hostname"] = hostname
-        if "infiniband" in gather:
-            facts["infiniband"] = _node_facts.infiniband_hcas(module.params["sysfs_root"])
-        if "nvlink" in gather:
-            facts["nvlink"] = {}
-            executable = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
-            if executable:
-                rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.QUERY)[1:], module.params["timeout"])
-                facts["nvlink"], problem = _node_facts.nvlink_clique(hostname, rc, stdout, stderr)
-                if module.params["fabric_health"] and facts["nvlink"].get("domain"):
-                    rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.HEALTH_QUERY)[1:],
-                                              module.params["timeout"])
-                    facts["nvlink"], problem = _node_facts.nvlink_health(hostname, facts["nvlink"], rc, stdout, stderr)
-                if problem:
-                    module.warn(problem)
-    module.exit_json(changed=False, ansible_facts={"topology_node": facts})
-
-
-def _run(command, timeout):
-    """(rc, stdout bytes, stderr), bounded in time (children included) and output (_command).
-
-    Bytes, not text: _node_facts decodes them and reports output that is not UTF-8 for this node.
-    A command that cannot run, hangs or floods is this node's problem too, reported the same way.
-    """
-    try:
-        rc, stdout, stderr = _command.run(command, timeout=timeout, max_output=MAX_NVIDIA_SMI_OUTPUT)
-    except CommandError as exc:
-        return -1, b"", str(exc)
-    return rc, stdout, stderr.decode("utf-8", errors="replace")
+    ))
 
 
 if __name__ == "__main__":

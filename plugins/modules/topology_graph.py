@@ -49,29 +49,17 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
-    INPUT_CONSTRAINTS,
-    load_topology,
-    provider_arg_spec,
-)
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_graph
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, provider_arg_spec
 
 
 def main():
-    module = AnsibleModule(
+    topology_graph.run(AnsibleModule(
         argument_spec=provider_arg_spec(model=True, output_file=True),
         add_file_common_args=True,
         supports_check_mode=True,
         **INPUT_CONSTRAINTS,
-    )
-    with failing_cleanly(module):
-        content = render_graph_json(load_topology(module))
-        result = {"changed": False, "content": content}
-        if module.params["dest"]:
-            result.update(ensure_file(module, module.params["dest"], content, module.params["backup"]))
-    module.exit_json(**result)
+    ))
 
 
 if __name__ == "__main__":

@@ -102,23 +102,13 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._common import (
-    INPUT_CONSTRAINTS,
-    load_topology,
-    provider_arg_spec,
-    warning_collector,
-)
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_info
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, provider_arg_spec
 
 
 def main():
-    module = AnsibleModule(argument_spec=provider_arg_spec(model=True), supports_check_mode=True,
-                           **INPUT_CONSTRAINTS)
-    warn, warnings = warning_collector(module)
-    with failing_cleanly(module):
-        topology = load_topology(module, warn)
-    module.exit_json(changed=False, topology=topology.to_compact(), summary=dict(topology.summary(), warnings=warnings),
-                     quarantined=topology.quarantine_report())
+    topology_info.run(AnsibleModule(argument_spec=provider_arg_spec(model=True), supports_check_mode=True,
+                                    **INPUT_CONSTRAINTS))
 
 
 if __name__ == "__main__":

@@ -120,30 +120,25 @@ metrics:
   sample: {"aifactory_topology_nodes": 72, "aifactory_topology_last_run_failed": 0}
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _metrics
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, locked, read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_metrics
+
+ARG_SPEC = {
+    "directory": {"type": "path", "required": True},
+    "target": {"type": "str", "required": True},
+    "failed": {"type": "bool", "default": False},
+    "started": {"type": "float"},
+    "results": {"type": "list", "elements": "raw", "default": []},
+    "nodes": {"type": "int"},
+    "blocks": {"type": "int"},
+    "placeholders": {"type": "int"},
+    "quarantined": {"type": "int"},
+}
 
 
 def main():
-    module = AnsibleModule(argument_spec=_metrics.ARG_SPEC, supports_check_mode=True)
-    params = module.params
-    try:
-        path = _metrics.dest(params)
-        with locked(path):
-            before = _metrics.previous(read_text(path), params["target"], module.warn)
-            values = _metrics.metrics(params, before, time.time())
-            content = _metrics.render(values, params["target"])
-            result = ensure_file(module, path, content)
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
-    result["changed"] = _metrics.state_changed(values, before)
-    result["metrics"] = {_metrics.PREFIX + name: value for name, value in values.items()}
-    module.exit_json(**result)
+    topology_metrics.run(AnsibleModule(argument_spec=ARG_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ import html
 import io
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
 
 STATE_COLOURS = {"idle": "#2e9e4f", "allocated": "#3b6fd6", "drained": "#f0a020", "down": "#d03030",
                  "placeholder": "#d8d8d8"}

@@ -21,8 +21,8 @@ import json
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
 
 
 class VariableError(ValueError):

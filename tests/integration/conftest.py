@@ -22,13 +22,13 @@ Fake cloud APIs on 127.0.0.1 (tests/integration/fake_apis.py):
 from __future__ import annotations
 
 import time
-import uuid
 
 import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import pytest
 import slurm_testbed
 
 from tests.integration.fake_apis import FakeGrpcApi, FakeHttpApi, servers
+from tests.integration.k8s_support import fresh_namespace
 
 
 @pytest.fixture(scope="session")
@@ -73,9 +73,5 @@ def k8s_scheduler(k8s):
 
 @pytest.fixture
 def k8s_namespace(k8s):
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    k8s.kubectl.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    for pod in k8s.kubectl.list("Pod", namespace=name):
-        k8s.kubectl.delete("Pod", pod["metadata"]["name"], namespace=name, grace_period=0)
-    k8s.kubectl.delete("Namespace", name, grace_period=None)
+    with fresh_namespace(k8s) as name:
+        yield name

@@ -7,13 +7,14 @@ its own nodes (names with a unique prefix, and a label ``aifactory-test=<id>`` t
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 
 import k8s_testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from tests.unit.plugins.modules import module_runner
 
 TEST_LABEL = "aifactory-test"
@@ -61,6 +62,20 @@ def playbook_inventory(directory, k8s, prefix, test_id, **variables):
         **variables,
     }))
     return inventory
+
+
+@contextlib.contextmanager
+def fresh_namespace(plane, prefix="test"):
+    """A new namespace; after the block its pods are deleted with grace period 0 (no kubelet confirms)
+    and the namespace itself (it stays Terminating without kube-controller-manager, harmlessly)."""
+    name = f"{prefix}-{new_id()}"
+    plane.kubectl.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        for pod in plane.kubectl.list("Pod", namespace=name):
+            plane.kubectl.delete("Pod", pod["metadata"]["name"], namespace=name, grace_period=0)
+        plane.kubectl.delete("Namespace", name, grace_period=None)
 
 
 def node_names(prefix, racks, per_rack=18):

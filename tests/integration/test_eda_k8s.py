@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist, _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as _hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from tests.integration.eda_support import TOKEN, Rulebook, free_port, post_generate, require_rulebook, tls_files
 from tests.integration.k8s_support import TEST_LABEL, apply_rbac, client, make_nodes, new_id
 
@@ -80,8 +81,8 @@ def slinky_nodes(api, namespace):
 
 
 def nfd_text(api, namespace):
-    objects = api.list(_k8s.namespaced_path(k8s_objects.NFD_API, namespace, "nodefeatures")) + \
-        api.list(_k8s.namespaced_path(k8s_objects.NFD_API, namespace, "nodefeaturegroups"))
+    objects = api.list(_k8s.namespaced_path(nfd.API, namespace, "nodefeatures")) + \
+        api.list(_k8s.namespaced_path(nfd.API, namespace, "nodefeaturegroups"))
     return json.dumps(objects)
 
 

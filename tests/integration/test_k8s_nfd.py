@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from ansible_collections.aifactory.topology.plugins.modules import nfd_topology
 from tests.integration.k8s_support import client, gb200, new_id, run_module
@@ -20,7 +19,7 @@ def nfd_crds(k8s):
 
 
 def objects(api, namespace, resource):
-    path = _k8s.namespaced_path(k8s_objects.NFD_API, namespace, resource)
+    path = _k8s.namespaced_path(nfd.API, namespace, resource)
     return {item["metadata"]["name"]: item for item in api.list(path)}
 
 
@@ -82,7 +81,7 @@ def test_stale_attributes_are_removed_and_unlabelled_objects_taken_over(nfd_crds
     node = f"{prefix}-r01-n01"
     name = nfd.stable_object_name("topograph-node", node)
     # Someone made the object before, without our labels and with an attribute we no longer give.
-    api.request("POST", _k8s.namespaced_path(k8s_objects.NFD_API, k8s_namespace, "nodefeatures"), body={
+    api.request("POST", _k8s.namespaced_path(nfd.API, k8s_namespace, "nodefeatures"), body={
         "apiVersion": nfd.API_VERSION, "kind": "NodeFeature", "metadata": {"name": name},
         "spec": {"features": {"attributes": {"topograph.network": {"elements": {"fabric-tier-5": "old"}}}}}})
     result = run_module(nfd_topology, args, monkeypatch)

@@ -10,8 +10,8 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels

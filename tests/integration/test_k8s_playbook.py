@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from tests.ansible_run import REPO, run_playbook
 from tests.integration.k8s_support import client, make_nodes, new_id, node_names, node_state, playbook_inventory, written
 
@@ -35,7 +35,7 @@ def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp
                                                         "plugin": "topology/block"})
     api = client(k8s.kubeconfig)
     configmap = _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps", "slurm-config")
-    features = _k8s.namespaced_path(k8s_objects.NFD_API, k8s_namespace, "nodefeatures")
+    features = _k8s.namespaced_path(nfd.API, k8s_namespace, "nodefeatures")
     before = node_state(api, test_id)
 
     out, changed = run_k8s_playbook(inventory, "--check", "--diff")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, nfd_topology, topology_info

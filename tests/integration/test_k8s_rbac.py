@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer, k8s_objects
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, nfd_topology, slinky_topology, topology_info
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from tests.integration.k8s_support import (
     TEST_LABEL,
     apply_rbac,
@@ -58,7 +59,7 @@ def test_node_labels_role_allows_the_module_and_nothing_else(k8s, k8s_namespace,
         ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "secrets"), None),
         ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps"), None),
         ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "pods"), None),
-        ("GET", _k8s.namespaced_path(k8s_objects.NFD_API, k8s_namespace, "nodefeatures"), None),
+        ("GET", _k8s.namespaced_path(nfd.API, k8s_namespace, "nodefeatures"), None),
     ])
 
 
@@ -101,9 +102,9 @@ def test_nfd_role_allows_the_module_in_its_namespace_only(k8s, k8s_namespace, mo
     feature = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature", "metadata": {"name": "x"},
                "spec": {"features": {}}}
     assert_forbidden(user, [
-        ("POST", _k8s.namespaced_path(k8s_objects.NFD_API, "default", "nodefeatures"), feature),
-        ("GET", _k8s.namespaced_path(k8s_objects.NFD_API, "default", "nodefeaturegroups"), None),
-        ("POST", f"{k8s_objects.NFD_API}/nodefeaturerules", RULE),
+        ("POST", _k8s.namespaced_path(nfd.API, "default", "nodefeatures"), feature),
+        ("GET", _k8s.namespaced_path(nfd.API, "default", "nodefeaturegroups"), None),
+        ("POST", f"{nfd.API}/nodefeaturerules", RULE),
         ("GET", _k8s.node_path(), None),
         ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "configmaps"), None),
         ("GET", _k8s.namespaced_path("/api/v1", k8s_namespace, "secrets"), None),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer, k8s_configmap
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slinky
 from ansible_collections.aifactory.topology.plugins.modules import slinky_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slinky_topology import FIELD_MANAGER as SLINKY_FIELD_MANAGER
 from tests.integration.k8s_support import client, gb200, make_nodes, new_id, node_names, node_state, run_module, written
 from tests.unit.conftest_paths import MODELS
 
@@ -55,7 +56,7 @@ def test_owns_only_its_key_writes_only_on_change_and_survives_helm(k8s, k8s_name
         "topograph.run/engine": "slinky", "topograph.run/topology-managed-by": "topograph",
         "topograph.run/slurm-namespace": k8s_namespace, "topograph.run/plugin": "topology/block",
         "topograph.run/block-sizes": "8,16,32"}
-    ours = next(m for m in stored["metadata"]["managedFields"] if m["manager"] == k8s_configmap.SLINKY_FIELD_MANAGER)
+    ours = next(m for m in stored["metadata"]["managedFields"] if m["manager"] == SLINKY_FIELD_MANAGER)
     assert ours["operation"] == "Apply" and list(ours["fieldsV1"]["f:data"]) == ["f:topology.conf"]
 
     again = run_module(slinky_topology, args, monkeypatch)

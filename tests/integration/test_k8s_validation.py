@@ -1,4 +1,4 @@
-"""The writers' Kubernetes rules (plugins/module_utils/_labels.py) against the REAL kube-apiserver's validation.
+"""The writers' Kubernetes rules (plugins/module_utils/_base/labels.py) against the REAL kube-apiserver's validation.
 
 Every key, value and name is sent as a dry run (``dryRun=All``: validated, never stored) and the
 server's verdict must be the collection's: what the writers refuse before any request is exactly
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH
 from tests.integration.k8s_support import client, make_nodes, new_id
 

@@ -38,7 +38,7 @@ def _imported(log):
         "plugin": "topology/block", "block_naming": "topograph"}}, "simulation"),
     ({"aifactory.topology.topology_info": {
         "provider": {"name": "inventory", "params": {"domains": [{"name": "rack1", "nodes": "gpu[1-4]"}]}}}},
-     "inventory"),
+     "inventory_vars"),
 ])
 def test_a_task_imports_only_the_provider_it_names(task, provider_module, tmp_path):
     log = tmp_path / "importtime.log"

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import regenerate
-from ansible_collections.aifactory.topology.plugins.module_utils import _metrics
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import metrics as _metrics
 from tests.ansible_run import REPO, ansible_env, tool
 
 from tests.integration.eda_support import TOKEN, free_port, post_generate, tls_files

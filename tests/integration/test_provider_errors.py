@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from tests.integration.fake_apis import NO_WAIT, GrpcAbort, discover, json_reply, text_reply
 from tests.integration.test_provider_aws import CREDS as AWS_CREDS

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology, topology_info
 from tests.tls_certs import self_signed, server_context

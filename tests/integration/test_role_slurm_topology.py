@@ -152,7 +152,7 @@ def test_switch_type_change_is_refused_without_opt_in_and_nothing_is_written(slu
 
 
 def expand_nodes(hostlist):
-    from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import expand
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import expand
 
     return expand(hostlist)
 

@@ -27,7 +27,7 @@ import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
-from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import compress, expand
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 STATES = ("idle", "allocated", "drained", "down")
 # Slurm keeps block levels in a 16-bit map (MAX_BLOCK_LEVELS).

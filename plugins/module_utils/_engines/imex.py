@@ -11,7 +11,7 @@ once, so that a playbook can refuse to write anything anywhere while one domain 
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._hostlist import natural_key
+from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import natural_key
 
 try:
     import netaddr

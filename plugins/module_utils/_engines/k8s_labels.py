@@ -13,9 +13,9 @@ Pure functions: no network. The reconcile that lists and patches nodes is in ``_
 from __future__ import annotations
 
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._labels import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import (
     SUB_DOMAIN_LABEL,
     is_valid_label_value,
     label_value,
@@ -55,20 +55,3 @@ def desired_labels(topology, keys, no_topology_value=None):
         raise TopologyError("switch or domain ids that are not valid Kubernetes label values (letters, digits, "
                             f"'-', '_', '.', starting and ending with a letter or digit): {details}")
     return result
-
-
-def label_changes(current, desired, keys):
-    """The merge-patch labels that turn ``current``'s managed labels into ``desired``.
-
-    ``current`` is the node's full label map, ``desired`` the managed labels it should have
-    (an empty map removes every managed label). Returns {key: value or None}; empty when
-    nothing differs. Labels the collection does not manage are never touched.
-    """
-    patch = {}
-    for key, value in desired.items():
-        if current.get(key) != value:
-            patch[key] = value
-    for key in current:
-        if keys.is_managed(key) and key not in desired:
-            patch[key] = None
-    return patch

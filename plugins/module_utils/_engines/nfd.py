@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
+# The API path of the objects above (their group and version), for the writers and the tests.
+API = "/apis/" + API_VERSION
 FEATURE_SET = "topograph.network"
 LABEL_NODE_NAME = "nfd.node.kubernetes.io/node-name"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"

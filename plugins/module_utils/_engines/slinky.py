@@ -10,7 +10,7 @@ dynamic nodes, each node gets the ``topology.slinky.slurm.net/spec`` annotation 
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm, slurm_files
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 SPEC_ANNOTATION = "topology.slinky.slurm.net/spec"
 ANNOTATION_ENGINE = "topograph.run/engine"

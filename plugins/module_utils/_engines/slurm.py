@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import tree as tree_walk
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import check_name
 
 PLUGINS = ("topology/tree", "topology/block", "topology/flat")

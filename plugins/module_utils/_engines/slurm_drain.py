@@ -10,9 +10,8 @@ administrator set (any other reason) is never lifted, and such a node is not dra
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.capacity import scontrol_json_nodes
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
 
 # Fixed text, never the quarantine reason: what a host reported must not reach slurmctld's state.
 DRAIN_REASON = "aifactory.topology unhealthy, quarantined from the topology"
@@ -30,18 +29,14 @@ def drained_nodes(text, where="scontrol show nodes --json"):
     return drained, known
 
 
-def plan(topology, drained, known, max_node_loss, force, warn):
-    """(to drain, to resume): unhealthy quarantined nodes Slurm knows and has not drained; our drains that recovered."""
-    unhealthy = sorted((record.node for record in topology.quarantined.values()
-                        if record.unhealthy and record.node in known), key=hostlist.natural_key)
-    total = len(topology.nodes) + len(topology.quarantined)
-    if unhealthy and 100.0 * len(unhealthy) / total > max_node_loss:
-        message = (f"{len(unhealthy)} of {total} nodes quarantined as unhealthy "
-                   f"({100.0 * len(unhealthy) / total:.1f}% > max_node_loss {max_node_loss:g}%)")
-        if not force:
-            raise TopologyError(f"refusing to drain {message}: {hostlist.compress(unhealthy)[:200]}; "
-                                "fix the cause, or set force: true")
-        warn(f"force: draining {message}")
+def unhealthy_nodes(topology, known):
+    """The nodes quarantined as unhealthy that Slurm knows, in natural order."""
+    return sorted((record.node for record in topology.quarantined.values() if record.unhealthy and record.node in known),
+                  key=hostlist.natural_key)
+
+
+def plan(unhealthy, drained):
+    """(to drain, to resume): the unhealthy nodes not drained yet; our drains whose nodes recovered."""
     to_drain = [name for name in unhealthy if name not in drained]
     to_resume = sorted((name for name, reason in drained.items() if reason == DRAIN_REASON and name not in unhealthy),
                        key=hostlist.natural_key)
@@ -56,16 +51,3 @@ def commands(to_drain, to_resume):
     if to_resume:
         result.append(["update", f"NodeName={hostlist.compress(to_resume)}", "State=RESUME"])
     return result
-
-
-def reconcile(topology, scontrol, check_mode, max_node_loss, force, warn):
-    """Drain the unhealthy quarantined nodes, resume our recovered drains; ``scontrol(args)`` returns stdout.
-
-    Returns ``{"drained": [...], "resumed": [...]}``; in check mode nothing is sent.
-    """
-    drained, known = drained_nodes(scontrol(["show", "nodes", "--json"]))
-    to_drain, to_resume = plan(topology, drained, known, max_node_loss, force, warn)
-    if not check_mode:
-        for args in commands(to_drain, to_resume):
-            scontrol(args)
-    return {"drained": to_drain, "resumed": to_resume}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, check_known_keys, clip
 
 DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Local edits are overwritten."
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}

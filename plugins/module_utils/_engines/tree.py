@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 NO_TOPOLOGY = "no-topology"
 

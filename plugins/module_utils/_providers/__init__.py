@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _arguments, _deadline
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
+from ansible_collections.aifactory.topology.plugins.module_utils._base import deadline as _deadline
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
@@ -45,8 +46,8 @@ def _provider_module(module):
     # pylint: disable=import-outside-toplevel
     if module == "simulation":
         from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation as found
-    elif module == "inventory":
-        from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory as found
+    elif module == "inventory_vars":
+        from ansible_collections.aifactory.topology.plugins.module_utils._providers import inventory_vars as found
     elif module == "infiniband":
         from ansible_collections.aifactory.topology.plugins.module_utils._providers import infiniband as found
     elif module == "netq":
@@ -84,7 +85,7 @@ def discover(name, params=None, creds=None, warn=None):
         topology = load(name)(params, creds, warn)
     if accelerator is not None:
         # pylint: disable-next=import-outside-toplevel
-        from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_accelerator
+        from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_accelerator
         apply_accelerator(topology, accelerator, warn)
     if topology.quarantined:
         if invalid_nodes == "fail":

@@ -22,10 +22,10 @@ import math
 import os
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError, credential_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, credential_problem
 
 
 def requested_instances(params, provider, require_region=True):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.aifactory.topology.plugins.module_utils._deadline import DEFAULT_DISCOVERY_TIMEOUT
-from ansible_collections.aifactory.topology.plugins.module_utils._k8s import AUTH_OPTIONS
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import DEFAULT_DISCOVERY_TIMEOUT
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s import AUTH_OPTIONS
 
 # module: the file in _providers/; function: its discover function; doc: the provider's page.
 Provider = namedtuple("Provider", "module function params creds doc summary")
@@ -341,7 +341,7 @@ KUBERNETES_CREDS = {name: dict(spec, description=_AUTH_DESCRIPTIONS[name]) for n
 PROVIDERS = {
     "simulation": Provider("simulation", "discover", SIMULATION_PARAMS, {}, "simulation.md",
                            "reads an NVIDIA Topograph simulation model file, unchanged"),
-    "inventory": Provider("inventory", "discover", INVENTORY_PARAMS, {}, "inventory.md",
+    "inventory": Provider("inventory_vars", "discover", INVENTORY_PARAMS, {}, "inventory.md",
                           "reads racks, switches and nodes declared in inventory variables"),
     "infiniband": Provider("infiniband", "discover", INFINIBAND_PARAMS, {}, "infiniband.md",
                            "reads C(ibnetdiscover) output gathered on the nodes"),

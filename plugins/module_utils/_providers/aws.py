@@ -14,16 +14,16 @@ chain applies (``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``, IRSA, Pod Identity, th
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._deadline import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import (
     attempt_budget,
     call_within,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
     RemoteAPIError,
     TopologyError,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._http import (
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
     RETRY_STATUS,
     HttpError,
     RetryableError,

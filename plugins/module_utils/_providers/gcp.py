@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import (
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
     NodeDataError,
     RemoteAPIError,

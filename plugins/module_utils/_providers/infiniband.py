@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils import _merger
-from ansible_collections.aifactory.topology.plugins.module_utils._patterns import NameSelector
-from ansible_collections.aifactory.topology.plugins.module_utils._gathered import command_output
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _merger
+from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import NameSelector
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory_vars import _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\[[^\]]*\])?(?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]')

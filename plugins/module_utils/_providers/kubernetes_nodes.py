@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import hashlib
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
 GPU_CLIQUE_LABEL = _specs.GPU_CLIQUE_LABEL

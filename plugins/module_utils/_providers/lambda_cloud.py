@@ -15,9 +15,9 @@ creds: ``token`` (else ``LAMBDA_API_TOKEN``, else ``LAMBDA_API_KEY``).
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "lambda"

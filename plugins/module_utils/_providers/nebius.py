@@ -17,9 +17,9 @@ params: ``instances`` (the region is optional: the project decides), ``project_i
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries, paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import RetryableError, call_with_retries, paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:

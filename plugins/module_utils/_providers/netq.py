@@ -23,13 +23,13 @@ TLS is verified (Topograph turns it off); ``ca_bundle`` names a private CA.
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _merger
-from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError, require_keys
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _merger
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpError, require_keys
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, RemoteAPIError, TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, RemoteAPIError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import http_client, secret
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory import _expand
+from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory_vars import _expand
 
 LOGIN = "api/netq/auth/v1/login"
 SELECT_OPID = "api/netq/auth/v1/select/opid/{opid}"

@@ -14,8 +14,8 @@ params: ``instances``, ``api_url`` (the Radar URL; required), ``organization`` (
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "nscale"

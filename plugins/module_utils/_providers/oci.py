@@ -26,10 +26,10 @@ import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._model import normalize_switch_names
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 try:

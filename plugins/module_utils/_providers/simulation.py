@@ -12,9 +12,9 @@ Topograph's OCI providers do.
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, check_known_keys, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, check_known_keys, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, normalize_switch_names
 
 DOMAIN_ANNOTATION = "accelerator.topology.test/domain"

@@ -26,9 +26,10 @@ import stat
 import tempfile
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command, _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError, LocalFileError
-from ansible_collections.aifactory.topology.plugins.module_utils._input_file import file_kind
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, LocalFileError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import file_kind
 
 TEMP_MARK = ".aifactory-topology."
 LOCK_WAIT_SECONDS = 300.0

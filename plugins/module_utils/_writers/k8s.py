@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, TopologyError
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -8,16 +8,31 @@ again and the patch recomputed from its fresh state. Bounded concurrency.
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.k8s_labels import label_changes
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH, PartialWrite
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH
 
 
 # The taint k8s_node_labels puts on nodes quarantined as unhealthy (taint_unhealthy), and takes off again.
 UNHEALTHY_TAINT = {"key": "aifactory.topology/unhealthy", "value": "quarantined", "effect": "NoSchedule"}
+
+
+def merge_patch(current, desired, keys):
+    """The merge-patch entries that turn ``current``'s managed entries (labels or annotations) into ``desired``.
+
+    ``current`` is the node's full label (or annotation) map, ``desired`` the managed entries it should have
+    (an empty map removes every managed entry). Returns {key: value or None}; empty when
+    nothing differs. Entries the collection does not manage are never touched.
+    """
+    patch = {}
+    for key, value in desired.items():
+        if current.get(key) != value:
+            patch[key] = value
+    for key in current:
+        if keys.is_managed(key) and key not in desired:
+            patch[key] = None
+    return patch
 
 
 class ListedNode:
@@ -68,7 +83,7 @@ def plan_node_changes(nodes, desired, keys, field="labels"):
         if node is None:
             continue
         current = node.field(field)
-        if label_changes(current, desired[name], keys):
+        if merge_patch(current, desired[name], keys):
             changes.append(NodeChange(name, desired[name], keys.managed(current)))
     if field == "annotations":
         _check_annotation_totals(changes, nodes, keys)
@@ -106,7 +121,7 @@ def patch_nodes(client, changes, nodes, keys, options, field="labels"):
 
         def attempt():
             node = state["node"]
-            patch = label_changes(node.field(field), change.desired, keys)
+            patch = merge_patch(node.field(field), change.desired, keys)
             if not patch:
                 change.after = keys.managed(node.field(field))
                 return change
@@ -169,124 +184,3 @@ def node_diff(changes):
         "before": {change.name: dict(sorted(change.before.items())) for change in changes},
         "after": {change.name: dict(sorted(change.after.items())) for change in changes},
     }
-
-
-def check_quarantine_share(nodes, quarantined, keys, max_node_loss, force, warn):
-    """Refuse to unlabel quarantined nodes when they are more than ``max_node_loss`` % of the labelled nodes.
-
-    A mass failure (a fabric manager down, every tray degraded) would otherwise take every node out of
-    the schedulers' topology at once; like the Slurm file guard, ``force`` accepts it with a warning.
-    """
-    labelled = [name for name, node in nodes.items() if keys.managed(node.labels)]
-    losing = [name for name in quarantined if name in nodes and keys.managed(nodes[name].labels)]
-    if not losing:
-        return
-    share = 100.0 * len(losing) / len(labelled)
-    if share <= max_node_loss:
-        return
-    message = (f"{len(losing)} of {len(labelled)} labelled nodes are quarantined ({share:.1f}% > max_node_loss "
-               f"{max_node_loss:g}%): {hostlist.compress(losing)[:200]}")
-    if not force:
-        raise TopologyError(f"refusing to remove the topology labels of {message}; nothing was written. "
-                            "Fix the cause, or set force: true to accept")
-    warn(f"force: removing the topology labels of {message}")
-
-
-def reconcile_node_labels(client, topology, keys, options, node_selector=None, no_topology_value=None,
-                          clean_absent_nodes=True, warn=None, diff=False, max_node_loss=10.0, force=False,
-                          taint_unhealthy=False):
-    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff).
-
-    Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
-    topology-aware schedulers do not count them; the share is bounded by ``max_node_loss``. With
-    ``taint_unhealthy`` the nodes quarantined as unhealthy get UNHEALTHY_TAINT; every other listed node that
-    carries it (recovered, or the option turned off) has it taken off.
-    """
-    warn = warn or (lambda message: None)
-    _labels.check_node_names(topology.nodes, "the topology")
-    desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
-    nodes = list_nodes(client, _k8s.selector_string(node_selector))
-    missing = [name for name in desired if name not in nodes]
-    if missing:
-        warn(f"{len(missing)} nodes of the topology are not in the cluster"
-             + (" or do not match node_selector" if node_selector else "") + f": {hostlist.compress(missing)}")
-    in_topology = len(desired) - len(missing)
-    absent = [name for name in nodes if name not in desired]
-    if clean_absent_nodes:
-        labelled = [name for name in absent if keys.managed(nodes[name].labels)]
-        if labelled and in_topology == 0:
-            raise TopologyError(f"none of the {len(nodes)} listed nodes is in the topology; refusing to remove the "
-                                f"topology labels of {len(labelled)} nodes (wrong cluster, node_selector or topology?)")
-        desired.update({name: {} for name in labelled})
-    quarantined = [record.node for record in topology.quarantined.values() if record.node is not None]
-    check_quarantine_share(nodes, quarantined, keys, max_node_loss, force, warn)
-    desired.update({name: {} for name in quarantined if name in nodes})
-    changes = plan_node_changes(nodes, desired, keys)
-    unhealthy = {record.node for record in topology.quarantined.values()
-                 if taint_unhealthy and record.unhealthy and record.node in nodes}
-    taints = {name: name in unhealthy for name, node in nodes.items()
-              if (name in unhealthy) != node.has_unhealthy_taint()}
-    if unhealthy and 100.0 * len(unhealthy) / len(nodes) > max_node_loss:
-        message = (f"{len(unhealthy)} of {len(nodes)} listed nodes quarantined as unhealthy "
-                   f"({100.0 * len(unhealthy) / len(nodes):.1f}% > max_node_loss {max_node_loss:g}%)")
-        if not force:
-            raise TopologyError(f"refusing to taint {message}; nothing was written. Fix the cause, or set force: true")
-        warn(f"force: tainting {message}")
-    written, error = patch_nodes(client, changes, nodes, keys, options)
-    tainted = []
-    if error is None and taints:
-        tainted, error = patch_unhealthy_taints(client, taints, nodes, options)
-    cleaned = sum(1 for change in written if change.name not in topology.nodes)
-    result = {
-        "changed": bool(written or tainted),
-        "changed_nodes": [change.name for change in written],
-        "tainted": [name for name in tainted if taints[name]],
-        "untainted": [name for name in tainted if not taints[name]],
-        "changes": {change.name: change.after for change in written},
-        "summary": {
-            "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(written),
-            "nodes_cleaned": cleaned, "nodes_missing": len(missing), "quarantined": len(topology.quarantined),
-        },
-        "quarantined": topology.quarantine_report(),
-    }
-    return finish_node_writes(result, written, error, diff)
-
-
-def finish_node_writes(result, written, error, diff):
-    """``result`` with the diff of the written nodes in diff mode; PartialWrite when a write failed."""
-    if diff:
-        result["diff"] = node_diff(written)
-    if error is not None:
-        raise PartialWrite(f"{error} ({len(written)} nodes were already patched: "
-                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
-    return result
-
-
-class BrokerAnnotationKeys:
-    """The node annotations k8s_node_annotations manages (Topograph's Node Data Broker keys)."""
-
-    @staticmethod
-    def is_managed(key):
-        return key in _labels.BROKER_ANNOTATIONS
-
-    def managed(self, annotations):
-        return {key: value for key, value in (annotations or {}).items() if self.is_managed(key)}
-
-
-def reconcile_broker_annotations(client, desired, options, warn=None, diff=False):
-    """Set the broker annotations of each node of ``desired`` (node name -> annotations); a result dict."""
-    warn = warn or (lambda message: None)
-    check_desired_annotations(desired, "node_facts", one_line=_labels.BROKER_ANNOTATIONS)
-    nodes = list_nodes(client)
-    missing = [name for name in desired if name not in nodes]
-    if missing:
-        warn(f"{len(missing)} nodes with facts are not in the cluster: {hostlist.compress(missing)}")
-    keys = BrokerAnnotationKeys()
-    changes = plan_node_changes(nodes, desired, keys, field="annotations")
-    written, error = patch_nodes(client, changes, nodes, keys, options, field="annotations")
-    result = {
-        "changed": bool(written),
-        "changed_nodes": [change.name for change in written],
-        "summary": {"nodes_given": len(desired), "nodes_changed": len(written), "nodes_missing": len(missing)},
-    }
-    return finish_node_writes(result, written, error, diff)

@@ -4,11 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import JSON_PATCH, PartialWrite
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import JSON_PATCH
 
 
 def _object_ops(existing, desired):
@@ -115,38 +112,3 @@ def sync_objects(client, api_prefix, namespace, resource, desired, label_selecto
 def _meta(obj):
     metadata = obj.get("metadata") or {}
     return {key: metadata[key] for key in ("labels", "annotations") if metadata.get(key)}
-
-
-NFD_API = "/apis/nfd.k8s-sigs.io/v1alpha1"
-
-
-def reconcile_nfd(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False):
-    """The nfd_topology module without Ansible: a result dict."""
-    _labels.check_object_name(namespace, "namespace", dns_label=True)
-    _labels.check_node_names(topology.nodes, "the topology")
-    labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value)
-    features, groups = nfd.build_objects(labels, namespace)
-    if not features:
-        raise TopologyError("the topology gives no node a fabric tier or accelerator domain, so there would be no "
-                            "NodeFeature objects; refusing to go on (the existing objects are kept)")
-    result = {"changed": False, "node_features": len(features), "node_feature_groups": len(groups),
-              "created": {}, "updated": {}, "deleted": {}}
-    before, after = {}, {}
-    for kind, resource, objects, marker in (
-            ("NodeFeature", "nodefeatures", features, nfd.RESOURCE_NODE_FEATURE),
-            ("NodeFeatureGroup", "nodefeaturegroups", groups, nfd.RESOURCE_NODE_FEATURE_GROUP)):
-        sync = sync_objects(client, NFD_API, namespace, resource, objects, nfd.selector(marker), options, cleanup)
-        result["changed"] = result["changed"] or sync.changed
-        result["created"][kind], result["updated"][kind], result["deleted"][kind] = \
-            sync.created, sync.updated, sync.deleted
-        before.update({f"{kind}/{name}": value for name, value in sync.before.items()})
-        after.update({f"{kind}/{name}": value for name, value in sync.after.items()})
-        if sync.error is not None:
-            if diff:
-                result["diff"] = {"before": before, "after": after}
-            done = [f"{action} {', '.join(f'{kind}/{name}' for kind, names in result[action].items() for name in names)}"
-                    for action in ("created", "updated", "deleted") if any(result[action].values())]
-            raise PartialWrite(f"{sync.error} (already {'; '.join(done) if done else 'written: nothing'})", result)
-    if diff:
-        result["diff"] = {"before": before, "after": after}
-    return result

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_lines as slurm_lines
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_lines
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 
 def check_max_node_loss(value, where="max_node_loss"):
@@ -24,6 +24,26 @@ def check_max_node_loss(value, where="max_node_loss"):
             or not 0 <= value <= 100:
         raise TopologyError(f"{where} must be a number from 0 to 100 (a percentage of nodes), got {clip(value)}")
     return float(value)
+
+
+def check_share(names, total, what, max_node_loss, force, warn, action, acting, untouched="nothing was written"):
+    """Refuse to ``action`` the nodes ``names`` when they are more than ``max_node_loss`` % of ``total``.
+
+    The one guard of every mass action on quarantined nodes (drain them, remove their labels, taint
+    them): a mass failure (a fabric manager down, every tray degraded) must not take the whole cluster
+    out at once. ``force`` accepts it with a warning (``acting`` names the action in it); the refusal says
+    what was left ``untouched``.
+    """
+    if not names or not total:
+        return
+    share = 100.0 * len(names) / total
+    if share <= max_node_loss:
+        return
+    message = (f"{len(names)} of {total} {what} ({share:.1f}% > max_node_loss {max_node_loss:g}%): "
+               f"{hostlist.compress(names)[:200]}")
+    if not force:
+        raise TopologyError(f"refusing to {action} {message}; {untouched}. Fix the cause, or set force: true to accept")
+    warn(f"force: {acting} {message}")
 
 
 def check_shrink(current, content, max_node_loss, force, where="the current file"):

@@ -25,7 +25,9 @@ from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source 
     regenerate,
     slurm_nodes,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s, _k8s_watch
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
 from tests.fault_k8s import FakeApiServer, OneChunk, event_lines, node_list, scripted
 from tests.unit.plugins.module_utils.test_command import gone_or_zombie
 

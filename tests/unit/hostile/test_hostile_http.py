@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _deadline
-from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient, HttpError, paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base import deadline as _deadline
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpClient, HttpError, paginate
 from tests.fault_http import FaultServer, gzip_bomb
 
 
@@ -96,7 +96,7 @@ def test_a_bad_credential_header_is_refused_without_its_value(faults, value, pro
     ("/deep-json", r"GET /deep-json/api/v1/nodes: the API server's response is not JSON \(or nested too deeply\)"),
 ])
 def test_the_kubernetes_transport_has_a_total_limit_per_request_too(faults, path, message):
-    from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 
     config = _k8s.kubernetes_library()[0].Configuration()
     config.host = faults.url()
@@ -109,7 +109,7 @@ def test_the_kubernetes_transport_has_a_total_limit_per_request_too(faults, path
 
 
 def test_a_kubernetes_api_key_with_a_newline_is_refused_without_its_value():
-    from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
     from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 
     with pytest.raises(TopologyError) as info:

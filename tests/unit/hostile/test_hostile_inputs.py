@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _common
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common as _common
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, nebius, oci
@@ -225,8 +225,8 @@ def test_every_input_file_reader_refuses_a_fifo_and_text_that_is_not_utf8(tmp_pa
 
 def test_input_files_are_opened_by_input_file_only():
     """No plugin opens a file itself: _input_file reads inputs, the writer writes, _node_facts reads sysfs."""
-    allowed = {"plugins/module_utils/_input_file.py", "plugins/module_utils/_writers/file.py",
-               "plugins/module_utils/_node_facts.py"}
+    allowed = {"plugins/module_utils/_base/input_file.py", "plugins/module_utils/_writers/file.py",
+               "plugins/module_utils/_providers/_node_facts.py"}
     opening = set()
     for path in [*(REPO / "plugins").rglob("*.py"), *(REPO / "extensions").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

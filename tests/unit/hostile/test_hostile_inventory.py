@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.inventory import host_name_problem, layout
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.ansible_groups import host_name_problem, layout
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 
 # What host patterns, resolvers and Ansible's inventory give a meaning to, and plain name characters.

@@ -17,17 +17,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _labels
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_configmap, k8s_nodes
 from ansible_collections.aifactory.topology.plugins.modules import (
     k8s_node_annotations,
     k8s_node_labels,
     nfd_topology,
     slinky_topology,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_annotations import reconcile as reconcile_broker_annotations
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slinky_topology import reconcile as reconcile_slinky
 
 from tests.tls_certs import self_signed, server_context
 
@@ -211,7 +213,7 @@ def test_annotations_are_written_only_when_every_node_stays_within_the_total(oth
     over = sorted(name for name in existing if _labels.annotations_size({**existing[name], **desired[name]}) > LIMIT)
     client = RecordingClient(existing)
     try:
-        k8s_nodes.reconcile_broker_annotations(client, desired, k8s_writer.WriteOptions(concurrency=1))
+        reconcile_broker_annotations(client, desired, k8s_writer.WriteOptions(concurrency=1))
     except TopologyError as exc:
         assert over and client.writes() == []
         assert f"{len(over)} nodes would carry more annotations than the API server takes" in str(exc)
@@ -224,7 +226,7 @@ def test_a_managed_annotation_that_is_replaced_is_not_counted_twice():
     big = "h" * (LIMIT // 2)
     client = RecordingClient({"gpu1": {_labels.INSTANCE_ANNOTATION: big}})
     desired = {"gpu1": {_labels.INSTANCE_ANNOTATION: big + "x", _labels.REGION_ANNOTATION: "local"}}
-    result = k8s_nodes.reconcile_broker_annotations(client, desired, k8s_writer.WriteOptions(concurrency=1))
+    result = reconcile_broker_annotations(client, desired, k8s_writer.WriteOptions(concurrency=1))
     assert result["changed_nodes"] == ["gpu1"]
 
 
@@ -237,8 +239,7 @@ def test_slinky_checks_the_node_annotations_before_writing_the_configmap():
     topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
     client = RecordingClient({"n1": {}, "n2": {"example.com/other": "o" * LIMIT}})
     with pytest.raises(TopologyError, match=r"1 nodes would carry more annotations .*: n2 \(26"):
-        k8s_configmap.reconcile_slinky(client, topology, slinky_params(use_dynamic_nodes=True),
-                                       k8s_writer.WriteOptions(concurrency=1))
+        reconcile_slinky(client, topology, slinky_params(use_dynamic_nodes=True), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
 
 
@@ -252,7 +253,7 @@ def test_slinky_refuses_a_configmap_the_server_would_refuse_before_writing_it(co
     topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
     client = RecordingClient({}, configmap=dict({"metadata": {}, "data": {}}, **configmap))
     with pytest.raises(TopologyError, match="configmap slurm/slurm: " + words):
-        k8s_configmap.reconcile_slinky(client, topology, slinky_params(), k8s_writer.WriteOptions(concurrency=1))
+        reconcile_slinky(client, topology, slinky_params(), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity
 from ansible_collections.aifactory.topology.plugins.plugin_utils import segment_report
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.modules import segment_capacity
 
 from ..plugins.modules.module_runner import run_module

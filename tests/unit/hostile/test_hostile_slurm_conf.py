@@ -14,9 +14,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _slurm_lines as slurm_lines
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import apply
+from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_lines
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import apply
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from tests.slurm_conf_settings import current_settings
 

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import regenerate
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 from tests.webhook_client import (
     TOKEN, check_on_a_terminal, exchange, head, serving, source_args, stalled_while_another_is_served, tls_files)
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._model import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as writer
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.doc_fragments.render import ModuleDocFragment as Render
-from ansible_collections.aifactory.topology.plugins.module_utils import _common
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common as _common
 
 
 def documented(*fragments):

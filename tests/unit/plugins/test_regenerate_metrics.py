@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestServer
 from prometheus_client import REGISTRY, parser
 
 from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import regenerate
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 
 TOKEN = "a-token-of-32-characters-for-tests"
 

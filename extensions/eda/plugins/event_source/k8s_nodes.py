@@ -34,13 +34,14 @@ import sys
 import threading
 
 try:
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/aifactory/topology/extensions/...
     sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 7)))
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s, _k8s_watch
-from ansible_collections.aifactory.topology.plugins.module_utils._labels import check_label_key
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import check_label_key
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.kubernetes_nodes import GPU_CLIQUE_LABEL
 
 SOURCE = "aifactory.topology.k8s_nodes"

@@ -41,10 +41,10 @@ import sys
 import time
 
 try:
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/aifactory/topology/extensions/...
     sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 7)))
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 
 from aiohttp import web
 

@@ -26,12 +26,12 @@ import os
 import sys
 
 try:
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/aifactory/topology/extensions/...
     sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 7)))
-    from ansible_collections.aifactory.topology.plugins.module_utils import _eda
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command  # importable now, either way
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command  # importable now, either way
 
 SOURCE = "aifactory.topology.slurm_nodes"
 LOG = logging.getLogger(SOURCE)

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _command
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import CommandError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError
 
 
 def gone_or_zombie(pid, bound=30.0):

@@ -1,4 +1,4 @@
-"""plugins/module_utils/_eda.py: argument checks, the trailing debounce, and what counts as a change."""
+"""plugins/module_utils/_events/eda.py: argument checks, the trailing debounce, and what counts as a change."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import jinja2
 import jinja2.nativetypes
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ...conftest_paths import REPO
 
 SPEC = {"interval": {"type": "float", "default": 10.0}, "names": {"type": "list", "elements": "str", "default": ["a"]},

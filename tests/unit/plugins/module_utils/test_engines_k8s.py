@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd, slinky
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_nodes
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
 from ...conftest_paths import FIXTURES, MODELS
@@ -106,11 +107,11 @@ def test_label_changes_set_changed_remove_stale_and_leave_the_rest():
     current = {"kubernetes.io/hostname": "n1", f"{TIER}0": "old", f"{TIER}3": "stale", "team": "a",
                "accelerator.topograph.run/domain": "rack1"}
     desired = {f"{TIER}0": "leaf1", "accelerator.topograph.run/domain": "rack1"}
-    assert k8s_labels.label_changes(current, desired, keys) == {f"{TIER}0": "leaf1", f"{TIER}3": None}
-    assert k8s_labels.label_changes(dict(current, **{f"{TIER}0": "leaf1"}), desired, keys) == {f"{TIER}3": None}
+    assert k8s_nodes.merge_patch(current, desired, keys) == {f"{TIER}0": "leaf1", f"{TIER}3": None}
+    assert k8s_nodes.merge_patch(dict(current, **{f"{TIER}0": "leaf1"}), desired, keys) == {f"{TIER}3": None}
     settled = {"kubernetes.io/hostname": "n1", f"{TIER}0": "leaf1", "accelerator.topograph.run/domain": "rack1"}
-    assert k8s_labels.label_changes(settled, desired, keys) == {}
-    assert k8s_labels.label_changes(settled, {}, keys) == {f"{TIER}0": None, "accelerator.topograph.run/domain": None}
+    assert k8s_nodes.merge_patch(settled, desired, keys) == {}
+    assert k8s_nodes.merge_patch(settled, {}, keys) == {f"{TIER}0": None, "accelerator.topograph.run/domain": None}
     assert keys.managed(settled) == desired
 
 

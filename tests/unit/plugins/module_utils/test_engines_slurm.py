@@ -16,7 +16,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers import
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.graph import render_graph_json
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
 from ...conftest_paths import FIXTURES, GOLDEN, MODELS, REPO
@@ -367,7 +367,7 @@ def test_nodes_in_file_reads_both_formats_with_headers():
 
 
 def test_nodes_in_file_without_pyyaml_reads_our_yaml(monkeypatch):
-    from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+    from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
 
     text = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]() + GOLDEN_CASES["topograph-medium.topology.yaml"]()
     with_yaml = shrink_guard.nodes_in_file(text)

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpClient, HttpError, paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpClient, HttpError, paginate
 
 
 class Script:
@@ -122,7 +122,7 @@ def test_headers_reach_the_server(server):
 
 
 def test_call_with_retries_is_one_policy_for_any_client():
-    from ansible_collections.aifactory.topology.plugins.module_utils._http import RetryableError, call_with_retries
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import RetryableError, call_with_retries
 
     outcomes = [RetryableError("gRPC UNAVAILABLE"), RetryableError("HTTP 429", delay=9.0), "done"]
     delays = []
@@ -144,7 +144,7 @@ def test_call_with_retries_is_one_policy_for_any_client():
 
 
 def test_retry_after_seconds_reads_numbers_and_ignores_dates():
-    from ansible_collections.aifactory.topology.plugins.module_utils._http import retry_after_seconds
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import retry_after_seconds
 
     assert retry_after_seconds("7") == 7.0 and retry_after_seconds(None) is None
     assert retry_after_seconds("Wed, 21 Oct 2026 07:28:00 GMT") is None

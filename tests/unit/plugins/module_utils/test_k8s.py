@@ -11,8 +11,8 @@ import kubernetes.config
 import pytest
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 
 def test_options_win_over_k8s_auth_variables_and_both_variable_spellings_work():

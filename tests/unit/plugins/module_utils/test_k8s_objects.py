@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s, k8s_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.nfd_topology import reconcile as reconcile_nfd
 
 TOPOLOGY = {"switches": {"leaf1": None}, "domains": [{"name": "rack1", "nodes": "gpu[1-2]", "switch": "leaf1"}]}
 
@@ -30,8 +31,7 @@ class FailingClient:
 def test_a_failed_write_reports_what_was_created_before_it():
     client = FailingClient()
     with pytest.raises(k8s.PartialWrite) as info:
-        k8s_objects.reconcile_nfd(client, discover("inventory", TOPOLOGY), "nfd", k8s.WriteOptions(concurrency=1),
-                                  diff=True)
+        reconcile_nfd(client, discover("inventory", TOPOLOGY), "nfd", k8s.WriteOptions(concurrency=1), diff=True)
     features = info.value.result["created"]["NodeFeature"]
     assert len(features) == 2 and all(name.startswith("topograph-node-gpu") for name in features)
     assert info.value.result["created"].get("NodeFeatureGroup") == []

@@ -1,4 +1,4 @@
-"""plugins/module_utils/_k8s_watch.py: what one watch event does to the watcher's state."""
+"""plugins/module_utils/_events/k8s_watch.py: what one watch event does to the watcher's state."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _eda, _k8s, _k8s_watch
+from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
 
 CLIQUE = "nvidia.com/gpu.clique"
 

@@ -14,14 +14,17 @@ import pytest
 MODULE_UTILS = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 PREFIX = "ansible_collections.aifactory.topology.plugins.module_utils"
 
-# Layer of each file (module path relative to module_utils, without .py); packages by prefix.
-BASE = {"_errors", "_arguments", "_deadline", "_hostlist", "_yaml", "_labels", "_input_file", "_command", "_slurm_lines",
-        "_patterns"}
-TRANSPORT = {"_http", "_k8s"}
-PROVIDER_HELPERS = {"_gathered", "_nvidia_smi", "_merger", "_node_facts"}
-GLUE = {"_common", "_k8s_module", "_slurm_conf", "_segment_capacity", "_metrics"}
-# Event-Driven Ansible support (the event sources in extensions/eda import it): arguments, debounce, watches.
-EVENTS = {"_eda", "_k8s_watch"}
+# The layer of a file is its folder (the first part of its name under module_utils); _model.py is the model.
+LAYERS = {
+    "_base": "base",                    # errors, argument validation, deadlines, names, YAML, commands
+    "_transport": "transport",          # HTTP and the Kubernetes API client
+    "_model": "model",
+    "_providers": "providers",          # discover, and the helpers only providers use (_gathered, _nvidia_smi, ...)
+    "_engines": "engines",              # render: model -> text or desired state, no I/O
+    "_writers": "writers",              # apply state: files, Kubernetes objects
+    "_orchestration": "orchestration",  # one file per module: provider -> engine -> writer
+    "_events": "events",                # Event-Driven Ansible support (extensions/eda imports it)
+}
 # What each layer may import.
 ALLOWED = {
     "base": {"base"},
@@ -29,31 +32,17 @@ ALLOWED = {
     "model": {"base", "model"},
     "providers": {"base", "transport", "model", "providers"},
     "engines": {"base", "model", "engines"},
-    "writers": {"base", "transport", "model", "engines", "writers"},
-    "glue": {"base", "transport", "model", "providers", "engines", "writers", "glue"},
+    "writers": {"base", "transport", "model", "writers"},
+    "orchestration": {"base", "transport", "model", "providers", "engines", "writers", "orchestration"},
     "events": {"base", "transport", "events"},
 }
 
 
 def layer_of(name: str) -> str:
     top = name.split(".")[0]
-    if top in BASE:
-        return "base"
-    if top in TRANSPORT:
-        return "transport"
-    if top == "_model":
-        return "model"
-    if top == "_providers" or top in PROVIDER_HELPERS:
-        return "providers"
-    if top == "_engines":
-        return "engines"
-    if top == "_writers":
-        return "writers"
-    if top in GLUE:
-        return "glue"
-    if top in EVENTS:
-        return "events"
-    raise AssertionError(f"module_utils/{name.replace('.', '/')} belongs to no layer; add it to test_layers.py")
+    if top not in LAYERS:
+        raise AssertionError(f"module_utils/{name.replace('.', '/')} is in no layer folder ({', '.join(LAYERS)})")
+    return LAYERS[top]
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -129,7 +118,7 @@ def test_the_check_catches_a_back_edge(tmp_path, statement):
     f"from {PREFIX}._model import Topology",
     f"from {PREFIX}._engines import slurm",
     "from .slurm import render",
-    "from .._errors import TopologyError",
+    "from .._base.errors import TopologyError",
     "from ansible.module_utils.basic import AnsibleModule",
 ])
 def test_the_check_passes_an_import_the_layer_may_make(tmp_path, statement):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _merger
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _merger
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.aifactory.topology.plugins.module_utils._model import COMPACT_FORMAT, Topology, name_problem, names_are_valid
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 
 def small():

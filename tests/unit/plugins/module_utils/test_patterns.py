@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _patterns
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import patterns as _patterns
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 
 def selector(**value):

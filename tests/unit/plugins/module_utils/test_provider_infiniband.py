@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, infiniband
 
 from ...conftest_paths import FIXTURES

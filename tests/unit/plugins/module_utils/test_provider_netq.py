@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils._http import HttpError
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import netq
 
 from ...conftest_paths import FIXTURES

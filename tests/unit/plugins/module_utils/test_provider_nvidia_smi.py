@@ -7,9 +7,9 @@ import re
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-from ansible_collections.aifactory.topology.plugins.module_utils import _nvidia_smi
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, NodeUnhealthy, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import (
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, NodeUnhealthy, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import (
     apply_nvidia_smi_domains,
     node_domain,
     node_fabric,

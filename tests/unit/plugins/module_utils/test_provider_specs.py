@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs, load, validate
 
 from ...conftest_paths import REPO
@@ -111,7 +111,7 @@ def test_load_imports_the_named_provider_and_returns_its_discover_function():
 def test_importing_the_providers_package_imports_no_provider_and_no_sdk():
     code = ("import sys\n"
             "from ansible_collections.aifactory.topology.plugins.module_utils import _providers\n"
-            "from ansible_collections.aifactory.topology.plugins.module_utils import _common\n"
+            "from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in %r or '._providers.' in m))\n" % (SDKS,))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={"PYTHONPATH": ":".join(sys.path)})

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import NodeDataError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, nebius, oci, validate
 
 INSTANCES = [{"region": "r", "instances": {"i-1": "n1"}}]

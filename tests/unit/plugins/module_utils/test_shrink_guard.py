@@ -13,9 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _hostlist as hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 
 FLOW_40 = '- topology: default\n  cluster_default: true\n  block:\n    blocks: [{block: b1, nodes: "n[01-40]"}]\n'

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import AifactoryTopologyError, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._slurm_conf import (
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import (
     MANAGED_MARKER, MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES, apply, restart_settings)
 from tests.slurm_conf_settings import current_settings
 

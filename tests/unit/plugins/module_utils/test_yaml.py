@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
 
 # Documents whose meaning hangs on PyYAML's rules: implicit types, quoting, anchors, tags,
 # merge keys, documents, keys that are collections, and errors.

@@ -7,8 +7,9 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as file_writer
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_info as topology_info_run
 from ansible_collections.aifactory.topology.plugins.modules import (
     slurm_conf, slurm_topology, topology_graph, topology_info)
 
@@ -274,7 +275,7 @@ def test_an_unexpected_error_fails_with_its_traceback_and_a_collection_error_wit
         raise KeyError("switches")
 
     with monkeypatch.context() as patch:
-        patch.setattr(topology_info, "load_topology", broken)
+        patch.setattr(topology_info_run, "load_topology", broken)
         result = run(topology_info, NVL72)
     assert result["failed"]
     assert result["msg"].startswith("unexpected error in aifactory.topology (KeyError): 'switches'")

@@ -13,9 +13,10 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _node_facts, _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._nvidia_smi import apply_nvidia_smi_domains
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_nvidia_smi_domains
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.modules import topology_facts
 

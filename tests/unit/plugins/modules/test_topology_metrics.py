@@ -8,7 +8,8 @@ import stat
 import pytest
 from prometheus_client import parser
 
-from ansible_collections.aifactory.topology.plugins.module_utils import _metrics
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import metrics as _metrics
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_metrics as topology_metrics_run
 from ansible_collections.aifactory.topology.plugins.modules import topology_metrics
 
 from .module_runner import module_argument_spec, run_module
@@ -36,7 +37,7 @@ def samples(path):
 
 
 def test_a_run_writes_every_metric_labelled_with_its_target(run, tmp_path, monkeypatch):
-    monkeypatch.setattr(topology_metrics.time, "time", lambda: 1000.0)
+    monkeypatch.setattr(topology_metrics_run.time, "time", lambda: 1000.0)
     result = run({"directory": str(tmp_path), "target": "slurm", "started": 990.0, "results": [SLURM]})
     assert not result["failed"] and result["changed"] is True
     dest = tmp_path / "aifactory_topology_slurm.prom"
@@ -74,9 +75,9 @@ def test_a_topology_yaml_result_is_counted_from_its_content(run, tmp_path):
 
 def test_second_run_reports_no_change_but_refreshes_the_timestamps(run, tmp_path, monkeypatch):
     args = {"directory": str(tmp_path), "target": "slurm", "results": [SLURM]}
-    monkeypatch.setattr(topology_metrics.time, "time", lambda: 1000.0)
+    monkeypatch.setattr(topology_metrics_run.time, "time", lambda: 1000.0)
     assert run(args)["changed"] is True
-    monkeypatch.setattr(topology_metrics.time, "time", lambda: 2000.0)
+    monkeypatch.setattr(topology_metrics_run.time, "time", lambda: 2000.0)
     again = run(dict(args, results=[dict(SLURM, changed=False)]))
     assert again["changed"] is False
     found = samples(tmp_path / "aifactory_topology_slurm.prom")
@@ -88,12 +89,12 @@ def test_second_run_reports_no_change_but_refreshes_the_timestamps(run, tmp_path
 
 def test_a_failed_run_keeps_the_last_success_and_the_counts(run, tmp_path, monkeypatch):
     base = {"directory": str(tmp_path), "target": "slurm"}
-    monkeypatch.setattr(topology_metrics.time, "time", lambda: 1000.0)
+    monkeypatch.setattr(topology_metrics_run.time, "time", lambda: 1000.0)
     run(dict(base, results=[SLURM]))
-    monkeypatch.setattr(topology_metrics.time, "time", lambda: 2000.0)
+    monkeypatch.setattr(topology_metrics_run.time, "time", lambda: 2000.0)
     failed = run(dict(base, failed=True, results=[{"failed": True, "msg": "refused"}]))
     assert failed["changed"] is True
-    monkeypatch.setattr(topology_metrics.time, "time", lambda: 3000.0)
+    monkeypatch.setattr(topology_metrics_run.time, "time", lambda: 3000.0)
     run(dict(base, failed=True))
     found = samples(tmp_path / "aifactory_topology_slurm.prom")
     assert found["aifactory_topology_last_success_timestamp_seconds"][1] == 1000

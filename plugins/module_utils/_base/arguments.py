@@ -1,0 +1,101 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one check of a mapping of arguments against an Ansible argument spec, outside AnsibleModule.
+
+Providers (params and creds), the inventory plugin's ``provider`` option and the Event-Driven
+Ansible sources' arguments all go through ``validate``: Ansible's ``ArgumentSpecValidator`` (types,
+choices, required, defaults, aliases, suboptions), unknown keys reported at every level in the one
+wording of ``_errors.unknown_keys_message``, and one TopologyError for everything wrong:
+
+    <prefix><where> has unknown keys: <keys>; known: <keys>
+    <prefix><where>: <the validator's message>
+
+joined with ``; ``. A value the validator quotes is masked (``********``) when it is a secret: every
+value of a ``secret`` mapping (provider creds), and every value of an option marked ``no_log``.
+"""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, unknown_keys_message
+
+REDACTED = "********"
+
+
+def _unknown_keys(value, spec, where, found):
+    """(where, unknown keys, known keys) for every level of ``value`` that ``spec`` describes."""
+    if not isinstance(value, dict):
+        return found
+    known = set(spec)
+    for option in spec.values():
+        known.update(option.get("aliases") or ())
+    unknown = [key for key in value if key not in known]
+    if unknown:
+        found.append((where, unknown, spec))
+    for key, option in spec.items():
+        options, item = option.get("options"), value.get(key)
+        if not options or item is None:
+            continue
+        if option.get("type") == "list" and isinstance(item, list):
+            for index, element in enumerate(item):
+                _unknown_keys(element, options, f"{where}.{key}[{index}]", found)
+        else:
+            _unknown_keys(item, options, f"{where}.{key}", found)
+    return found
+
+
+def _strings(value):
+    """Every string inside ``value`` (what a masked message must not show)."""
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _strings(item)]
+    return [str(value)] if value not in (None, "") and not isinstance(value, bool) else []
+
+
+def _no_log_values(value, spec):
+    """The strings given to options marked ``no_log``, at any depth of ``spec``."""
+    if not isinstance(value, dict):
+        return []
+    found = []
+    for key, option in spec.items():
+        given = [value[name] for name in (key, *(option.get("aliases") or ())) if name in value]
+        for item in given:
+            if option.get("no_log"):
+                found.extend(_strings(item))
+            elif option.get("options"):
+                for element in item if isinstance(item, list) else [item]:
+                    found.extend(_no_log_values(element, option["options"]))
+    return found
+
+
+def validate(value, spec, where, prefix="", secret=False, none_is_unset=False):
+    """``value`` (a mapping; None is empty) checked against ``spec``, defaults filled in.
+
+    ``where`` names the mapping in messages (``params``, ``provider``, a source's name); ``prefix``
+    comes before the whole message (``provider aws: ``); ``secret`` masks every value given;
+    ``none_is_unset`` takes a known option given as None (YAML's ``~``, a template's ``default(None)``)
+    as not given, so it gets its default.
+    """
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise TopologyError(f"{prefix}{where} must be a mapping, got {type(value).__name__}")
+    if none_is_unset:
+        value = {key: item for key, item in value.items() if item is not None or key not in spec}
+    messages = [unknown_keys_message(place, unknown, known) for place, unknown, known in _unknown_keys(value, spec, where, [])]
+    result = ArgumentSpecValidator(spec).validate(value)
+    # Unknown keys are reported above, per level, with the keys known there; the validator's own
+    # messages may quote a value, and a secret one is masked.
+    secrets = sorted(set(_strings(value) if secret else _no_log_values(value, spec)), key=len, reverse=True)
+    for error in result.errors:
+        if not isinstance(error, UnsupportedError):
+            message = str(error)
+            for text in secrets:
+                message = message.replace(text, REDACTED)
+            messages.append(f"{where}: {message}")
+    if messages:
+        raise TopologyError(prefix + "; ".join(messages))
+    return result.validated_parameters

@@ -1,0 +1,103 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs and input handling shared by the modules."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.aifactory.topology.plugins.module_utils import _providers
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+
+PROVIDER_ARG_SPEC = {
+    "provider": {
+        "type": "dict",
+        "options": {
+            "name": {"type": "str", "required": True, "choices": list(_providers.PROVIDERS)},
+            "params": {"type": "dict", "default": {}},
+            "creds": {"type": "dict", "default": {}, "no_log": True},
+        },
+    },
+}
+
+
+def provider_arg_spec(model=False, output_file=False):
+    """provider, plus model (doc fragment provider.MODEL) and dest/backup (provider.OUTPUT_FILE)."""
+    spec = copy.deepcopy(PROVIDER_ARG_SPEC)
+    if model:
+        spec["model"] = {"type": "dict"}
+    if output_file:
+        spec["dest"] = {"type": "path"}
+        spec["backup"] = {"type": "bool", "default": False}
+    return spec
+
+
+# The block layout: the rendering modules and segment_capacity (doc fragment render.LAYOUT).
+LAYOUT_ARG_SPEC = {
+    "block_sizes": {"type": "list", "elements": "int"},
+    "domain_order": {"type": "list", "elements": "str"},
+}
+
+# The rendering options of slurm_topology and slinky_topology (doc fragments render, render.LAYOUT).
+RENDER_ARG_SPEC = {
+    "plugin": {"type": "str", "choices": ["topology/tree", "topology/block"]},
+    "topologies": {"type": "dict"},
+    "block_naming": {"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
+    "block_name_pattern": {"type": "dict", "options": {
+        "regexp": {"type": "str", "required": True},
+        "format": {"type": "str", "required": True},
+    }},
+    "no_topology_switch": {"type": "str", "default": "no-topology"},
+    **LAYOUT_ARG_SPEC,
+}
+
+# The shrink guard of the modules that replace a topology (doc fragment render.SHRINK_GUARD).
+SHRINK_GUARD_ARG_SPEC = {
+    "max_node_loss": {"type": "float", "default": 10.0},
+    "force": {"type": "bool", "default": False},
+}
+
+# How the modules that ask Slurm run scontrol (doc fragment scontrol).
+SCONTROL_ARG_SPEC = {
+    "scontrol_path": {"type": "str", "default": "scontrol"},
+    "scontrol_timeout": {"type": "float", "default": 60.0},
+}
+
+# Module options: one source of the topology, never both.
+INPUT_CONSTRAINTS = {"mutually_exclusive": [("provider", "model")], "required_one_of": [("provider", "model")]}
+
+
+def warning_collector(module):
+    """(warn, warnings): warn() shows an Ansible warning and keeps it for the result's summary."""
+    warnings = []
+
+    def warn(message):
+        warnings.append(message)
+        module.warn(message)
+
+    return warn, warnings
+
+
+def load_topology(module, warn=None):
+    """The validated Topology from ``provider`` (discovery) or ``model`` (compact form).
+
+    ``warn`` receives the provider's warnings: a module with a summary passes the ``warn`` of its
+    ``warning_collector`` so they reach ``summary.warnings``; the default shows them only.
+    """
+    if module.params.get("model") is not None:
+        return Topology.from_compact(module.params["model"])
+    provider = module.params["provider"]
+    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn or module.warn)
+
+
+def load_model_file(path):
+    """The validated Topology in a model file: the compact form (JSON or YAML, as topology_info
+    returns it, recognised by its ``format``) or an NVIDIA Topograph simulation model."""
+    data = _input_file.read_yaml(path, "model file")
+    if isinstance(data, dict) and "format" in data:
+        return Topology.from_compact(data)
+    # Imported here, as _providers imports providers: only where a model file is read.
+    # pylint: disable-next=import-outside-toplevel
+    from ansible_collections.aifactory.topology.plugins.module_utils._providers import simulation
+    return simulation.from_model(data, source=str(path)).validate()

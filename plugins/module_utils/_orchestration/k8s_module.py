@@ -1,0 +1,57 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the Kubernetes modules share: their argument spec and the connection they write through."""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import node_diff
+
+
+def argument_spec(**options):
+    """provider/model, the connection options (doc fragment k8s_auth), the write options (k8s_auth.WRITES)."""
+    spec = provider_arg_spec(model=True)
+    spec.update(_k8s.AUTH_ARG_SPEC)
+    spec.update(_k8s.WRITE_ARG_SPEC)
+    spec.update(options)
+    return spec
+
+
+def connect(module, field_manager=_k8s.FIELD_MANAGER):
+    """(client, write options) from a module's connection and write options."""
+    params = module.params
+    client = _k8s.K8sClient.from_auth(_k8s.auth_params(params), concurrency=params["concurrency"],
+                                      timeout=params["request_timeout"])
+    return client, WriteOptions(module.check_mode, params["concurrency"], params["conflict_retries"],
+                                field_manager=field_manager)
+
+
+def run(module, work, warnings=None):
+    """Exit with ``work()``'s result, or fail with its error and, after a partial write, what was written.
+
+    ``warnings`` (from ``common.warning_collector``) go into the result's ``summary`` either way.
+    """
+    with failing_cleanly(module):
+        try:
+            result = work()
+        except PartialWrite as exc:
+            if warnings is not None:
+                exc.result.setdefault("summary", {})["warnings"] = warnings
+            module.fail_json(msg=str(exc), **exc.result)
+    if warnings is not None:
+        result["summary"]["warnings"] = warnings
+    module.exit_json(**result)
+
+
+def finish_node_writes(result, written, error, diff):
+    """``result`` with the diff of the written nodes in diff mode; PartialWrite when a write failed."""
+    if diff:
+        result["diff"] = node_diff(written)
+    if error is not None:
+        raise PartialWrite(f"{error} ({len(written)} nodes were already patched: "
+                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
+    return result

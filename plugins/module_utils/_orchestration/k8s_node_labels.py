@@ -1,0 +1,97 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""k8s_node_labels: the topology labels of every node, and the taint of the nodes quarantined as unhealthy."""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import (
+    list_nodes,
+    patch_nodes,
+    patch_unhealthy_taints,
+    plan_node_changes,
+)
+
+
+def run(module):
+    """What the module does: discover or load, plan every node's labels and taint, patch them; exits the module."""
+    params = module.params
+    warn, warnings = warning_collector(module)
+
+    def work():
+        keys = _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
+        max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
+        topology = load_topology(module, warn)
+        client, options = k8s_module.connect(module)
+        return reconcile(
+            client, topology, keys, options, node_selector=params["node_selector"],
+            no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
+            warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
+            taint_unhealthy=params["taint_unhealthy"])
+
+    k8s_module.run(module, work, warnings)
+
+
+def reconcile(client, topology, keys, options, node_selector=None, no_topology_value=None, clean_absent_nodes=True,
+              warn=None, diff=False, max_node_loss=10.0, force=False, taint_unhealthy=False):
+    """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff).
+
+    Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
+    topology-aware schedulers do not count them; the share is bounded by ``max_node_loss``. With
+    ``taint_unhealthy`` the nodes quarantined as unhealthy get UNHEALTHY_TAINT; every other listed node that
+    carries it (recovered, or the option turned off) has it taken off.
+    """
+    warn = warn or (lambda message: None)
+    _labels.check_node_names(topology.nodes, "the topology")
+    desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
+    nodes = list_nodes(client, _k8s.selector_string(node_selector))
+    missing = [name for name in desired if name not in nodes]
+    if missing:
+        warn(f"{len(missing)} nodes of the topology are not in the cluster"
+             + (" or do not match node_selector" if node_selector else "") + f": {hostlist.compress(missing)}")
+    in_topology = len(desired) - len(missing)
+    absent = [name for name in nodes if name not in desired]
+    if clean_absent_nodes:
+        labelled = [name for name in absent if keys.managed(nodes[name].labels)]
+        if labelled and in_topology == 0:
+            raise TopologyError(f"none of the {len(nodes)} listed nodes is in the topology; refusing to remove the "
+                                f"topology labels of {len(labelled)} nodes (wrong cluster, node_selector or topology?)")
+        desired.update({name: {} for name in labelled})
+    quarantined = [record.node for record in topology.quarantined.values() if record.node is not None]
+    labelled = [name for name, node in nodes.items() if keys.managed(node.labels)]
+    shrink_guard.check_share([name for name in quarantined if name in nodes and keys.managed(nodes[name].labels)],
+                             len(labelled), "labelled nodes are quarantined", max_node_loss, force, warn,
+                             action="remove the topology labels of", acting="removing the topology labels of")
+    desired.update({name: {} for name in quarantined if name in nodes})
+    changes = plan_node_changes(nodes, desired, keys)
+    unhealthy = {record.node for record in topology.quarantined.values()
+                 if taint_unhealthy and record.unhealthy and record.node in nodes}
+    taints = {name: name in unhealthy for name, node in nodes.items()
+              if (name in unhealthy) != node.has_unhealthy_taint()}
+    shrink_guard.check_share(sorted(unhealthy), len(nodes), "listed nodes quarantined as unhealthy", max_node_loss,
+                             force, warn, action="taint", acting="tainting")
+    written, error = patch_nodes(client, changes, nodes, keys, options)
+    tainted = []
+    if error is None and taints:
+        tainted, error = patch_unhealthy_taints(client, taints, nodes, options)
+    cleaned = sum(1 for change in written if change.name not in topology.nodes)
+    result = {
+        "changed": bool(written or tainted),
+        "changed_nodes": [change.name for change in written],
+        "tainted": [name for name in tainted if taints[name]],
+        "untainted": [name for name in tainted if not taints[name]],
+        "changes": {change.name: change.after for change in written},
+        "summary": {
+            "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(written),
+            "nodes_cleaned": cleaned, "nodes_missing": len(missing), "quarantined": len(topology.quarantined),
+        },
+        "quarantined": topology.quarantine_report(),
+    }
+    return k8s_module.finish_node_writes(result, written, error, diff)

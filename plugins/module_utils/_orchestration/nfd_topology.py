@@ -1,0 +1,60 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nfd_topology: NodeFeature and NodeFeatureGroup objects for NFD, from the topology's labels."""
+
+from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_objects import sync_objects
+
+
+def run(module):
+    """What the module does: discover or load, build the objects, sync them; exits the module."""
+    params = module.params
+
+    def work():
+        topology = load_topology(module)
+        client, options = k8s_module.connect(module)
+        result = reconcile(client, topology, params["namespace"], options, cleanup=params["cleanup"],
+                           no_topology_value=params["no_topology_value"], diff=module._diff)
+        result["quarantined"] = topology.quarantine_report()
+        return result
+
+    k8s_module.run(module, work)
+
+
+def reconcile(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False):
+    """The nfd_topology module without Ansible: a result dict."""
+    _labels.check_object_name(namespace, "namespace", dns_label=True)
+    _labels.check_node_names(topology.nodes, "the topology")
+    labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value)
+    features, groups = nfd.build_objects(labels, namespace)
+    if not features:
+        raise TopologyError("the topology gives no node a fabric tier or accelerator domain, so there would be no "
+                            "NodeFeature objects; refusing to go on (the existing objects are kept)")
+    result = {"changed": False, "node_features": len(features), "node_feature_groups": len(groups),
+              "created": {}, "updated": {}, "deleted": {}}
+    before, after = {}, {}
+    for kind, resource, objects, marker in (
+            ("NodeFeature", "nodefeatures", features, nfd.RESOURCE_NODE_FEATURE),
+            ("NodeFeatureGroup", "nodefeaturegroups", groups, nfd.RESOURCE_NODE_FEATURE_GROUP)):
+        sync = sync_objects(client, nfd.API, namespace, resource, objects, nfd.selector(marker), options, cleanup)
+        result["changed"] = result["changed"] or sync.changed
+        result["created"][kind], result["updated"][kind], result["deleted"][kind] = \
+            sync.created, sync.updated, sync.deleted
+        before.update({f"{kind}/{name}": value for name, value in sync.before.items()})
+        after.update({f"{kind}/{name}": value for name, value in sync.after.items()})
+        if sync.error is not None:
+            if diff:
+                result["diff"] = {"before": before, "after": after}
+            done = [f"{action} {', '.join(f'{kind}/{name}' for kind, names in result[action].items() for name in names)}"
+                    for action in ("created", "updated", "deleted") if any(result[action].values())]
+            raise PartialWrite(f"{sync.error} (already {'; '.join(done) if done else 'written: nothing'})", result)
+    if diff:
+        result["diff"] = {"before": before, "after": after}
+    return result

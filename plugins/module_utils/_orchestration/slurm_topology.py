@@ -1,0 +1,71 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""slurm_topology: discover or load, render topology.conf or topology.yaml, guard and write it, drain the unhealthy."""
+
+from __future__ import annotations
+
+import contextlib
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain, slurm_files
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, locked, read_text, resolve_dest
+
+
+def run(module):
+    """What the module does; exits the module."""
+    params = module.params
+    warn, warnings = warning_collector(module)
+
+    def scontrol(args):
+        return _command.run_checked([params["scontrol_path"], *args], timeout=params["scontrol_timeout"])
+
+    def resolve_partition(partition):
+        try:
+            out = scontrol(["show", "partition", "-o", partition])
+        except CommandError as exc:
+            raise CommandError(f"cannot read partition {partition!r} with scontrol: {exc}") from None
+        return slurm_files.parse_partition_nodes(partition, out)
+
+    with failing_cleanly(module):
+        topology = load_topology(module, warn)
+        body, summary = slurm_files.render(topology, params, resolve_partition, warn)
+        summary["warnings"] = warnings
+        content = slurm_files.with_header(body, params["header"])
+        result = {"changed": False, "content": content, "summary": summary,
+                  "quarantined": topology.quarantine_report()}
+        if params["dest"]:
+            shrink_guard.check_max_node_loss(params["max_node_loss"])
+            # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
+            with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
+                current = read_text(resolve_dest(params["dest"]))
+                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"],
+                                                    where=f"the current file {params['dest']}")
+                if warning:
+                    warn(warning)
+                result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
+                                          current=current))
+        if params["drain_unhealthy"]:
+            drains = drain_unhealthy(topology, scontrol, module.check_mode,
+                                     shrink_guard.check_max_node_loss(params["max_node_loss"]), params["force"], warn)
+            result.update(drains, changed=result["changed"] or bool(drains["drained"] or drains["resumed"]))
+    module.exit_json(**result)
+
+
+def drain_unhealthy(topology, scontrol, check_mode, max_node_loss, force, warn):
+    """Drain the unhealthy quarantined nodes, resume our recovered drains; ``scontrol(args)`` returns stdout.
+
+    Returns ``{"drained": [...], "resumed": [...]}``; in check mode nothing is sent.
+    """
+    drained, known = slurm_drain.drained_nodes(scontrol(["show", "nodes", "--json"]))
+    unhealthy = slurm_drain.unhealthy_nodes(topology, known)
+    shrink_guard.check_share(unhealthy, len(topology.nodes) + len(topology.quarantined),
+                             "nodes quarantined as unhealthy", max_node_loss, force, warn,
+                             action="drain", acting="draining", untouched="no node was drained")
+    to_drain, to_resume = slurm_drain.plan(unhealthy, drained)
+    if not check_mode:
+        for args in slurm_drain.commands(to_drain, to_resume):
+            scontrol(args)
+    return {"drained": to_drain, "resumed": to_resume}

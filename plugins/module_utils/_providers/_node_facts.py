@@ -1,0 +1,192 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What one node knows about its place in the fabric (the role of Topograph's Node Data Broker).
+
+* InfiniBand HCAs from sysfs: ``<sysfs>/class/infiniband/<dev>/node_guid``, ``sys_image_guid``,
+  ``node_desc``, ``node_type`` and per port ``ports/<n>/state``, ``phys_state``, ``rate``,
+  ``link_layer``, as the kernel's ib_core publishes them (Documentation/ABI/stable/sysfs-class-infiniband).
+* The NVLink clique, cluster UUID and fabric registration from nvidia-smi's fabric fields
+  (``_nvidia_smi.QUERY``, read by ``_nvidia_smi.node_fabric``).
+
+A node without HCAs or GPUs gives empty facts, not an error. The facts feed the ``infiniband``
+provider (``params.node_facts``: HCA GUID -> node) and the ``nvidia_smi`` accelerator source
+(``accelerator.nvidia_smi`` values may be these facts), and the Kubernetes node annotations
+(``annotations``; keys in ``_labels``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import LocalFileError, NodeUnhealthy, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import read_text
+
+# sysfs values are a few bytes; never read more from a file there.
+_MAX_SYSFS_READ = 4096
+_NUMBERED = re.compile(r"^\d+:\s*(.*)$")  # "4: ACTIVE" -> "ACTIVE"
+_GUID = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{4}):([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$")
+# nvidia-smi exit code when the driver is loaded but no GPU is present.
+NVIDIA_SMI_NO_DEVICES = 6
+
+
+def _read(path):
+    """A sysfs value, or None when it cannot be read: through the one input reader, so a FIFO or a
+    device planted in the tree is refused, never opened for a read that blocks."""
+    try:
+        return read_text(path, "sysfs file", max_bytes=_MAX_SYSFS_READ).strip()
+    except LocalFileError:
+        return None
+
+
+def _state(text):
+    if text is None:
+        return None
+    match = _NUMBERED.match(text)
+    return match.group(1).strip() if match else text
+
+
+def guid(text):
+    """sysfs ``e09d:7303:0037:311c`` -> ``0xe09d73030037311c`` (how ibnetdiscover's ``H-``/``S-`` ids read)."""
+    match = _GUID.match(text or "")
+    return "0x" + "".join(match.groups()).lower() if match else None
+
+
+def infiniband_hcas(sysfs_root="/sys"):
+    """One dict per HCA under ``<sysfs_root>/class/infiniband``, in natural device order; [] without any."""
+    base = os.path.join(sysfs_root, "class", "infiniband")
+    try:
+        devices = sorted(os.listdir(base), key=hostlist.natural_key)
+    except OSError:
+        return []
+    hcas = []
+    for device in devices:
+        root = os.path.join(base, device)
+        ports_dir = os.path.join(root, "ports")
+        try:
+            port_names = sorted(os.listdir(ports_dir), key=hostlist.natural_key)
+        except OSError:
+            port_names = []
+        ports = []
+        for port in port_names:
+            where = os.path.join(ports_dir, port)
+            ports.append({
+                "port": int(port) if port.isdigit() else port,
+                "state": _state(_read(os.path.join(where, "state"))),
+                "phys_state": _state(_read(os.path.join(where, "phys_state"))),
+                "rate": _read(os.path.join(where, "rate")),
+                "link_layer": _read(os.path.join(where, "link_layer")),
+            })
+        hcas.append({
+            "device": device,
+            "node_guid": guid(_read(os.path.join(root, "node_guid"))),
+            "sys_image_guid": guid(_read(os.path.join(root, "sys_image_guid"))),
+            "node_desc": _read(os.path.join(root, "node_desc")),
+            "node_type": _state(_read(os.path.join(root, "node_type"))),
+            "ports": ports,
+        })
+    return hcas
+
+
+def _text(output):
+    """``output`` (bytes or str) as text; a message, never a traceback, for bytes that are not UTF-8."""
+    if isinstance(output, str):
+        return output
+    return (output or b"").decode("utf-8", "replace")
+
+
+def _decoded(node, rc, stdout, stderr):
+    """(text, problem) of one nvidia-smi run: (None, None) without a GPU, (None, problem) when it
+    failed or printed bytes that are not UTF-8 (a replacement character would pass as part of a
+    clique id: the output is refused instead)."""
+    if rc == NVIDIA_SMI_NO_DEVICES:
+        return None, None
+    if rc != 0:
+        detail = (_text(stderr) or _text(stdout)).strip().replace("\n", " ")[:500]
+        return None, f"nvidia-smi failed (rc={rc}): {detail}"
+    if isinstance(stdout, bytes):
+        try:
+            return stdout.decode("utf-8"), None
+        except UnicodeDecodeError as exc:
+            row = stdout[:exc.start].count(b"\n") + 1
+            return None, (f"nvidia-smi output of {node}, row {row}: not UTF-8 (byte 0x{stdout[exc.start]:02x}); "
+                          "its fabric fields cannot be read")
+    return stdout, None
+
+
+def nvlink_clique(node, rc, stdout, stderr):
+    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY`` (its output as bytes or text),
+    read by ``_nvidia_smi.node_fabric``, the parser of the ``nvidia_smi`` accelerator source.
+
+    No GPU (the driver's "no devices" exit) or GPUs outside an NVLink fabric (``N/A``, ``Not
+    Supported``) give ``{}`` and no problem. A fabric registration that is not complete and
+    successful gives ``{gpus, unhealthy: <reason>}`` and the reason, so the controller quarantines
+    the node with it. A failed run, output that is not UTF-8, or GPUs that disagree or report a
+    value that cannot be a domain name give ``{}`` and the problem, naming the node, for a warning.
+    """
+    text, problem = _decoded(node, rc, stdout, stderr)
+    gpus = sum(1 for line in (text or "").splitlines() if line.strip())
+    if not gpus:
+        return {}, problem
+    try:
+        return _nvidia_smi.node_fabric(node, text), None
+    except _nvidia_smi.NotInFabric:
+        return {}, None
+    except NodeUnhealthy as exc:
+        return {"gpus": gpus, "unhealthy": str(exc)}, str(exc)
+    except TopologyError as exc:
+        return {}, str(exc)
+
+
+def nvlink_health(node, nvlink, rc, stdout, stderr):
+    """(nvlink facts, problem): ``nvlink`` (a clique from ``nvlink_clique``) after one run of
+    ``_nvidia_smi.HEALTH_QUERY`` (``nvidia-smi -q``), read by the same parser.
+
+    A degraded fabric (or a registration that ``-q`` reports unfinished) gives ``{gpus, unhealthy}``
+    and the reason; a ``-q`` run that fails or cannot be read leaves the clique as it was, with a
+    warning that the health was not checked; GPUs whose ``-q`` domain differs give ``{}``.
+    """
+    text, problem = _decoded(node, rc, stdout, stderr)
+    if text is None:
+        return nvlink, f"{node}: the NVLink fabric health was not checked: {problem or 'nvidia-smi -q found no GPU'}"
+    try:
+        checked = _nvidia_smi.node_fabric(node, text)
+    except NodeUnhealthy as exc:
+        return {"gpus": nvlink.get("gpus"), "unhealthy": str(exc)}, str(exc)
+    except TopologyError as exc:
+        return nvlink, f"{node}: the NVLink fabric health was not checked: {exc}"
+    if checked["domain"] != nvlink.get("domain"):
+        return {}, (f"nvidia-smi output of {node}: nvidia-smi -q reports the NVLink domain {checked['domain']}, "
+                    f"the fabric query {nvlink.get('domain')}")
+    return dict(nvlink, health_checked=True), None
+
+
+def annotations(facts, region="local"):
+    """Topograph's broker annotations of one node from its ``topology_node`` facts (cluster-id only with a clique)."""
+    if not isinstance(facts, dict) or not facts.get("hostname"):
+        raise TopologyError("node facts must be the topology_node fact of aifactory.topology.topology_facts "
+                            "(a mapping with hostname)")
+    result = {_labels.INSTANCE_ANNOTATION: str(facts["hostname"]), _labels.REGION_ANNOTATION: region}
+    domain = (facts.get("nvlink") or {}).get("domain")
+    if domain:
+        result[_labels.CLUSTER_ID_ANNOTATION] = str(domain)
+    return result
+
+
+def broker_annotations(node_facts, region="local"):
+    """Kubernetes node name -> its broker annotations, from node name -> ``topology_node`` fact."""
+    if not isinstance(node_facts, dict) or not node_facts:
+        raise TopologyError("node_facts must map each Kubernetes node name to its topology_node fact")
+    problem = _labels.one_line_problem(region)
+    if problem:
+        raise TopologyError(f"region {problem}")
+    desired = {}
+    for name, facts in node_facts.items():
+        try:
+            desired[str(name)] = annotations(facts, region)
+        except TopologyError as exc:
+            raise TopologyError(f"node_facts.{name}: {exc}") from None
+    return desired

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.aifactory.topology.plugins.filter.topology_model import FilterModule
+
+MODEL = {
+    "format": "aifactory.topology/v1",
+    "switches": {"leaf1": None},
+    "nodes": [
+        {"nodes": "n[1-2,10]", "switch": "leaf1", "domain": "rack02"},
+        {"nodes": "m[1-2]", "switch": "leaf1", "domain": "rack01"},
+        {"nodes": "login01", "switch": "leaf1"},
+    ],
+    "domain_order": ["rack02", "rack03", "rack01"],
+}
+FILTERS = FilterModule().filters()
+
+
+def test_topology_domains_by_domain_and_by_node():
+    domains = FILTERS["topology_domains"]
+    assert domains(MODEL) == {"rack02": ["n1", "n2", "n10"], "rack01": ["m1", "m2"]}
+    assert list(domains(MODEL)) == ["rack02", "rack01"]
+    assert domains(MODEL, include_empty=True)["rack03"] == []
+    assert domains(MODEL, "node") == {"n1": "rack02", "n2": "rack02", "n10": "rack02", "m1": "rack01", "m2": "rack01"}
+    with pytest.raises(AnsibleFilterError, match="by must be 'domain' or 'node', got 'rack'"):
+        domains(MODEL, "rack")
+
+
+def test_invalid_model_fails_naming_the_field():
+    with pytest.raises(AnsibleFilterError, match=r"topology model: model.nodes\[0\].nodes: unbalanced"):
+        FILTERS["topology_domains"]({**MODEL, "nodes": [{"nodes": "n[1-2"}]})
+    with pytest.raises(AnsibleFilterError, match="topology model: model.format must be"):
+        FILTERS["imex_peers"]({}, [])
+
+
+def test_imex_peers_plans_and_checks_records():
+    records = [{"host": name, "in_play": True, "address": f"10.0.0.{index}"}
+               for index, name in enumerate(["n10", "n2", "n1", "login01"], start=1)]
+    plan = FILTERS["imex_peers"](MODEL, records)
+    assert plan["errors"] == []
+    assert plan["domains"] == {"rack02": {"nodes": ["n1", "n2", "n10"], "hosts": ["n1", "n2", "n10"],
+                                          "addresses": ["10.0.0.3", "10.0.0.2", "10.0.0.1"]}}
+    assert plan["hosts"]["login01"]["domain"] is None
+    with pytest.raises(AnsibleFilterError, match="records must be a list of mappings"):
+        FILTERS["imex_peers"](MODEL, {"n1": "10.0.0.1"})
+    with pytest.raises(AnsibleFilterError, match=r"records\[1\] has no host"):
+        FILTERS["imex_peers"](MODEL, [records[0], {"address": "10.0.0.9"}])
