@@ -17,6 +17,7 @@ that mount file systems, make device nodes or set chattr +i need root.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import functools
 import json
@@ -34,7 +35,8 @@ from tests.hostile_campaign import (  # noqa: E402  # pylint: disable=wrong-impo
     CASES, VERDICTS, DataLost, ModuleFailed, WrongOutput, case, make_collection_importable, run_case, run_in_child)
 
 CLASSES = ["simulation and compact models", "inventory variables", "ibnetdiscover text",
-           "options and destinations", "kill -9 and concurrency", "shrink guard", "secrets", "HTTP providers"]
+           "options and destinations", "kill -9 and concurrency", "shrink guard", "secrets", "HTTP providers",
+           "event sources and the regenerate webhook"]
 
 
 # -- helpers used by the cases (run in the child) ----------------------------------------------
@@ -564,6 +566,136 @@ for fault in ("loop", "garbage", "bad-gzip", "cut-chunked", "deep-json"):
         with_faults(add_domains)
         if len(warnings) != 1:
             raise WrongOutput(f"expected one warning, got {warnings}")
+
+
+# -- event sources and the regenerate webhook -------------------------------------------------------
+# The webhook's real main() over TLS on 127.0.0.1 (tests/webhook_client.py); scontrol and nvidia-smi
+# wrappers whose child keeps the pipes open; a kube-apiserver stand-in whose /readyz drips.
+
+E = "event sources and the regenerate webhook"
+
+
+def webhook(tmp, clients, **overrides):
+    from tests.webhook_client import serving, tls_files
+    return asyncio.run(serving(tls_files(tmp / "pki"), clients, **overrides))
+
+
+def expect_status(answer, status):
+    if answer[0] != status:
+        raise WrongOutput(f"answered {answer[0]}, not {status}: {answer[1][:200]!r}")
+
+
+def webhook_answers(writes, status):
+    def hostile_case(tmp):
+        from tests.webhook_client import exchange
+        expect_status(webhook(tmp, lambda port, context: exchange(port, context, *writes)), status)
+    return hostile_case
+
+
+def webhook_head(*args, **kwargs):
+    from tests.webhook_client import head
+    return head(*args, **kwargs)
+
+
+make_collection_importable()  # tests.webhook_client imports the collection when the cases are declared
+BODY = json.dumps({"reason": "rack 7 replaced " + "x" * 20_000}).encode()
+TOKEN_BYTES = b"a-token-of-32-characters-for-tests"
+for label, writes, status in [
+    ("a body in two TCP writes is read whole", [webhook_head(len(BODY)) + BODY[:10_000], BODY[10_000:]], 202),
+    ("JSON nested 60,000 deep is a 400", [webhook_head(60_000) + b"[" * 60_000], 400),
+    ("an Authorization header that is not UTF-8 is a 401", [webhook_head(token=b"Bearer \xff\xfe" + TOKEN_BYTES)], 401),
+    ("a chunked body is a 411", [webhook_head(extra=b"Transfer-Encoding: chunked\r\n") + b"2\r\n{}\r\n0\r\n\r\n"], 411),
+    ("a Content-Length of 10**18 is a 413, nothing read", [webhook_head(10 ** 18)], 413),
+]:
+    case(E, f"webhook: {label}", expect="ok")(webhook_answers(writes, status))
+
+for label, partial in {"headers dripped": b"POST /v1/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthori",
+                       "a body that stops": webhook_head(1000) + b'{"reason": ',
+                       "no TLS handshake": b""}.items():
+    @case(E, f"webhook: {label}: closed at request_timeout while another client is served", expect="ok")
+    def hostile_case_webhook_stall(tmp, partial=partial):
+        from tests.webhook_client import stalled_while_another_is_served
+        served, held, _metrics = webhook(tmp, lambda port, context: stalled_while_another_is_served(
+            port, context, partial), request_timeout=2)
+        expect_status(served, 202)
+        if held:
+            raise WrongOutput(f"the stalled client was answered: {held[:200]!r}")
+
+
+@case(E, "webhook: an encrypted keyfile without keyfile_password, on a terminal")
+def hostile_case_webhook_encrypted_key(tmp):
+    from cryptography.hazmat.primitives import serialization
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+    from tests.webhook_client import check_on_a_terminal, source_args, tls_files
+    tls = tls_files(tmp / "pki")
+    key = serialization.load_pem_private_key(Path(tls[1]).read_bytes(), None)
+    encrypted = tmp / "encrypted.key"
+    encrypted.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                            serialization.BestAvailableEncryption(b"pass phrase 1")))
+    # On a terminal, as an operator starts ansible-rulebook: OpenSSL's own callback would wait there.
+    code, output = check_on_a_terminal(source_args(tls, keyfile=str(encrypted)))
+    if code != 3:
+        raise WrongOutput(f"not the collection's error (exit {code}): {output[-200:]!r}")
+    raise TopologyError(output)
+
+
+WEBHOOK_SECRET = "hostile-webhook-token-0123456789"
+
+
+@case(E, "webhook: a token with a trailing newline (read from a file)", secret=WEBHOOK_SECRET)
+def hostile_case_webhook_token_newline(tmp):
+    from tests.webhook_client import regenerate, source_args, tls_files
+    regenerate.check(source_args(tls_files(tmp / "pki"), token=WEBHOOK_SECRET + "\n"))
+
+
+def _left_running(pidfile):
+    from tests.unit.plugins.module_utils.test_command import gone_or_zombie
+    return not gone_or_zombie(int(pidfile.read_text()))
+
+
+WRAPPER = "sleep 300 &\necho $! > '{pidfile}'\nexit 0\n"  # ssh ctl scontrol, a script: its child holds stdout
+
+
+@case(E, "slurm_nodes: scontrol wrapper whose child holds the pipes")
+def hostile_case_slurm_nodes_wrapper(tmp):
+    from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import slurm_nodes
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
+    pidfile = tmp / "child.pid"
+    args = _eda.source_args(slurm_nodes.SOURCE, {"scontrol": ["/bin/sh", "-c", WRAPPER.format(pidfile=pidfile),
+                                                              "ssh"], "command_timeout": 2}, slurm_nodes.SPEC)
+    try:
+        asyncio.run(slurm_nodes.poll(args))
+    finally:
+        if _left_running(pidfile):
+            raise WrongOutput("the hung child was left running")
+
+
+@case(E, "topology_facts: nvidia-smi wrapper whose child holds the pipes", expect="ok")
+def hostile_case_topology_facts_wrapper(tmp):
+    pidfile, nvidia_smi = tmp / "child.pid", tmp / "nvidia-smi"
+    nvidia_smi.write_text("#!/bin/sh\n" + WRAPPER.format(pidfile=pidfile))
+    nvidia_smi.chmod(0o755)
+    result = module(tmp, {"gather": ["nvlink"], "nvidia_smi_path": str(nvidia_smi), "timeout": 2},
+                    name="topology_facts")
+    if "killed with every process it started" not in str(result.get("warnings")):  # text or, in 2.19, dicts
+        raise WrongOutput(f"no warning that nvidia-smi was killed: {result.get('warnings')}")
+    if _left_running(pidfile):
+        raise WrongOutput("the hung child was left running")
+
+
+@case(E, "k8s_nodes: /readyz drips a header byte a second")
+def hostile_case_readyz_drip(tmp):
+    from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+    from tests.fault_k8s import FakeApiServer
+    with FakeApiServer() as api:
+        api.readyz = "drip"
+        config, _origin = _k8s.configuration({"host": api.url(), "api_key": "t0ken-never-logged"})
+        try:
+            _k8s_watch.wait_ready(_k8s.K8sClient(config), 2)
+        finally:
+            if api.readyz_answered.is_set():
+                raise WrongOutput("the wait lasted until the server ended its drip, past ready_timeout")
 
 
 # -- campaign ----------------------------------------------------------------------------------

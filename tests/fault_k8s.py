@@ -9,6 +9,8 @@ as a chunked stream of lines, as kube-apiserver sends them.
 * ``server.watches(query)`` answers a watch: an iterable of bytes (each written as one chunk;
   the stream ends after the last), ``(status, body bytes)``, or ``HOLD``: keep the stream open
   without a byte until the client goes or the server stops. Default: ``HOLD``.
+* ``server.readyz``: ``"ok"`` (default) or ``"drip"``: the status line, then a header byte a
+  second, for MAX_FAULT_SECONDS; ``server.readyz_answered`` is set when a ``/readyz`` answer ends.
 * ``server.calls``: ``(path, query)`` in order; ``server.wait_for(predicate)`` waits, bounded,
   until ``predicate()`` holds (no sleeps as synchronisation).
 
@@ -66,6 +68,8 @@ class FakeApiServer(FaultServer):
         self.calls = []  # (path, query), in order
         self.lists = lambda query: node_list()
         self.watches = lambda query: HOLD
+        self.readyz = "ok"
+        self.readyz_answered = threading.Event()
         self._changed = threading.Condition()
         # A client that goes mid-request (its watch stopped) is what the tests do, not an error to print.
         self.httpd.handle_error = lambda request, client_address: None
@@ -78,7 +82,13 @@ class FakeApiServer(FaultServer):
 
     def _readyz(self, handler, query):
         self._record(handler, query)
-        self._send(handler, 200, b"ok")
+        try:
+            if self.readyz == "drip":
+                self._drip_headers(handler, query)
+            else:
+                self._send(handler, 200, b"ok")
+        finally:
+            self.readyz_answered.set()
 
     def _api(self, handler, query):
         query = self._record(handler, query)

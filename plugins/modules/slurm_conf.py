@@ -50,7 +50,10 @@ options:
     type: bool
     default: false
   validate:
-    description: A command run on the new file before it replaces O(path); C(%s) stands for the file's path.
+    description:
+      - A command run on the new file before it replaces O(path); C(%s) stands for the file's path.
+      - It runs without a shell, for at most 300 seconds together with every process it starts, then it is killed
+        and the task fails with O(path) left as it was.
     type: str
 """
 

@@ -43,6 +43,8 @@ options:
     description:
       - A command run on the new file before it replaces O(dest); C(%s) stands for the file's path.
       - When it fails, O(dest) is left as it was and the task fails with the command's output.
+      - It runs without a shell, for at most 300 seconds together with every process it starts, then it is killed
+        and the task fails the same way.
     type: str
   drain_unhealthy:
     description:

@@ -2,6 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one way this collection runs a local command (scontrol, nvidia-smi): bounded in time and output.
 
+Every command the collection runs goes through here: the modules' ``run``/``run_text``/
+``run_checked``, the ``slurm_nodes`` event source's ``run_async`` (the same run on a worker thread).
+
 ``AnsibleModule.run_command`` has neither a timeout nor an output limit, and a plain
 ``subprocess.run(timeout=...)`` kills only the direct child: when that is a wrapper (``ssh ctl
 scontrol``, a shell script) whose own child still holds the pipes, the read goes on after the kill.
@@ -11,6 +14,7 @@ closed, and on expiry (or on too much output) the whole process group is killed 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import selectors
 import signal
@@ -31,9 +35,13 @@ def describe(argv):
     return " ".join(words) + (" ..." if len(argv) > 6 else "")
 
 
-def run(argv, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT, env=None):
+def run(argv, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT, env=None, started=None):
     """``(rc, stdout, stderr)`` of ``argv`` as bytes; CommandError when it cannot run, overruns
-    ``timeout`` seconds (children holding its pipes included) or prints more than ``max_output`` bytes."""
+    ``timeout`` seconds (children holding its pipes included) or prints more than ``max_output`` bytes.
+
+    ``started(process)``, when given, is called once the command runs; if it raises, the command's
+    group is killed and the error goes on.
+    """
     try:
         process = subprocess.Popen(  # pylint: disable=consider-using-with
             [str(word) for word in argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -41,6 +49,8 @@ def run(argv, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT, env=None):
     except OSError as exc:
         raise CommandError(f"cannot run {describe(argv)}: {exc.strerror or exc}") from None
     try:
+        if started:
+            started(process)
         stdout, stderr = _collect(process, argv, timeout, max_output)
     except BaseException:
         _kill_group(process)
@@ -74,15 +84,43 @@ def _collect(process, argv, timeout, max_output):
     return b"".join(chunks[process.stdout]), b"".join(chunks[process.stderr])
 
 
-def _kill_group(process):
+def _signal_group(process):
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _kill_group(process):
+    _signal_group(process)
     for pipe in (process.stdout, process.stderr):
         if pipe and not pipe.closed:
             pipe.close()
     process.wait()
+
+
+async def run_async(argv, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT, env=None):
+    """run() for an event loop: the same bounds, on a worker thread, so the loop goes on meanwhile.
+
+    A caller cancelled while the command runs kills the command's whole group at once (the
+    worker then reads the pipes' end and reaps it); cancelled before it started, it never starts.
+    """
+    state = {"cancelled": False, "process": None}
+
+    def started(process):
+        state["process"] = process
+        if state["cancelled"]:
+            raise CommandError(f"{describe(argv)} was cancelled")
+
+    work = asyncio.get_running_loop().run_in_executor(None, lambda: run(argv, timeout, max_output, env, started))
+    try:
+        return await work
+    except asyncio.CancelledError:
+        state["cancelled"] = True
+        process = state["process"]
+        if process is not None and process.returncode is None:  # not yet reaped: its group is still its own
+            _signal_group(process)
+        raise
 
 
 def run_text(argv, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT, env=None):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import json
 import math
 import threading
@@ -305,27 +304,6 @@ class Debouncer:
         }}
         self._changes, self._count, self._first, self._first_wall, self._last = [], 0, None, None, None
         return event
-
-
-async def wait_within(awaitable, timeout):
-    """``await asyncio.wait_for(awaitable, timeout)`` that never swallows a cancellation.
-
-    Python 3.11's wait_for returns the result when the awaitable finishes just as the task is
-    cancelled, and the cancelled source goes on (ansible-rulebook then waits for it forever).
-    asyncio.TimeoutError after ``timeout`` seconds, the awaitable cancelled.
-    """
-    task = asyncio.ensure_future(awaitable)
-    try:
-        done, _pending = await asyncio.wait({task}, timeout=timeout)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if not done:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        raise asyncio.TimeoutError
-    return task.result()
 
 
 def debouncer_from(args, put, source):

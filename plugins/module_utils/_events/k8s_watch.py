@@ -27,6 +27,7 @@ import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import call_within
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, clip
 
 try:
@@ -45,6 +46,7 @@ MAX_LINE = 4 * 1024 * 1024
 MAX_OBJECTS = 200_000  # remembered per watcher: a 100,000-node cluster twice over
 MAX_PAGES = 1_000  # of 500 objects: 2.5 times MAX_OBJECTS
 BACKOFF_MIN = 0.5
+PROBE_TIMEOUT = 15.0  # one /readyz probe at most, connect and answer together; less when ready_timeout is nearer
 MAX_ERROR_BODY = 64 * 1024  # of a refused watch request, for its message
 MAX_RESOURCE_VERSION = 256  # etcd's are 20 digits at most; it goes back to the server in every watch URL
 READ_SIZE = 64 * 1024
@@ -56,20 +58,34 @@ class WatchFatal(RemoteAPIError):
 
 
 def wait_ready(client, timeout, sleep=time.sleep, clock=time.monotonic):
-    """Poll ``/readyz`` until it answers ok; a clear error naming the server after ``timeout`` seconds."""
+    """Poll ``/readyz`` until it answers ok; a clear error naming the server after ``timeout`` seconds.
+
+    Each probe has what is left of ``timeout`` (at most PROBE_TIMEOUT) for connect, headers and
+    body together: the client's own timeouts apply to each socket read, so a server that accepts
+    and never answers, or drips a byte a second, would hold one probe far beyond ``timeout``.
+    """
     deadline = clock() + timeout
     delay, last = 0.2, "no answer"
+    method, url, headers = client.api.param_serialize(
+        "GET", "/readyz", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])[:3]
     while True:
+        budget = min(PROBE_TIMEOUT, deadline - clock())
+
+        def probe(budget=budget):
+            response = client.api.call_api(method, url, header_params=headers, _request_timeout=(budget, budget))
+            return response.status, response.read()[:MAX_ERROR_BODY]
+
         try:
-            method, url, headers = client.api.param_serialize(
-                "GET", "/readyz", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])[:3]
-            response = client.api.call_api(method, url, header_params=headers, _request_timeout=(5, 10))
-            body = response.read().decode("utf-8", "replace").strip()
-            if response.status == 200:
+            if budget <= 0:
+                raise TimeoutError
+            status, body = call_within(probe, budget)
+            if status == 200:
                 return
-            if response.status in (401, 403):
-                raise WatchFatal(f"the API server {client.host} refused the credentials (HTTP {response.status})")
-            last = f"HTTP {response.status} {body[:80]}"
+            if status in (401, 403):
+                raise WatchFatal(f"the API server {client.host} refused the credentials (HTTP {status})")
+            last = f"HTTP {status} {body.decode('utf-8', 'replace').strip()[:80]}"
+        except TimeoutError:
+            last = "no complete answer in time"
         except urllib3.exceptions.HTTPError as exc:
             cause = getattr(exc, "reason", None) or exc
             if isinstance(cause, urllib3.exceptions.SSLError) or isinstance(exc, urllib3.exceptions.SSLError):

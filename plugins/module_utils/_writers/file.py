@@ -21,16 +21,20 @@ import contextlib
 import errno
 import fcntl
 import os
+import shlex
 import stat
 import tempfile
 import time
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import LocalFileError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, LocalFileError
 from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import file_kind
 
 TEMP_MARK = ".aifactory-topology."
 LOCK_WAIT_SECONDS = 300.0
+VALIDATE_TIMEOUT = 300.0  # slurmctld -t or a site's checker on a large file; then it is killed
+VALIDATE_MAX_OUTPUT = 16 * 1024 * 1024  # of a checker's messages
 
 
 class FileWriteError(LocalFileError):
@@ -160,6 +164,18 @@ def ensure_file(module, dest, content, backup=False, validate=None, current=None
     return result
 
 
+def _validate(command, target):
+    """(rc, stdout, stderr) of a ``validate`` command, split as Ansible's run_command splits a string
+    (no shell; ``~`` and ``$VAR`` expanded in each word), run by the one command runner: at most
+    VALIDATE_TIMEOUT seconds, children holding its output included, and VALIDATE_MAX_OUTPUT bytes."""
+    argv = [os.path.expanduser(os.path.expandvars(word)) for word in shlex.split(command)]
+    try:
+        rc, out, err = _command.run(argv, timeout=VALIDATE_TIMEOUT, max_output=VALIDATE_MAX_OUTPUT)
+    except CommandError as exc:
+        raise FileWriteError(f"validation of {target} did not complete, nothing was written: {exc}") from None
+    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
 def _write(module, target, content, backup, validate, file_args, result):
     directory, name = os.path.split(os.path.abspath(target))
     if not os.path.isdir(directory):
@@ -181,7 +197,7 @@ def _write(module, target, content, backup, validate, file_args, result):
         if validate:
             if "%s" not in validate:
                 raise FileWriteError(f"validate must contain %s for the file to check: {validate!r}")
-            rc, out, err = module.run_command(validate % tmp_path)
+            rc, out, err = _validate(validate % tmp_path, target)
             if rc != 0:
                 raise FileWriteError(
                     f"validation failed (rc={rc}) for {target}, nothing was written:\n{(err or out).strip()}"

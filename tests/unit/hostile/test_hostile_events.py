@@ -29,6 +29,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._events import 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
 from tests.fault_k8s import FakeApiServer, OneChunk, event_lines, node_list, scripted
+from tests.unit.plugins.module_utils.test_command import gone_or_zombie
 
 
 CLIQUE = "nvidia.com/gpu.clique"
@@ -281,6 +282,16 @@ def test_a_server_that_fails_every_watch_gets_a_growing_wait_not_a_busy_loop(api
     assert all(len(line) < 600 for line in running.logged)
 
 
+def test_a_readyz_that_drips_is_given_up_at_ready_timeout_not_when_the_server_ends_it(api):
+    # The client's timeouts are per socket read: a byte a second never trips them. The probe has
+    # what is left of ready_timeout in total, so the wait ends while the server still drips.
+    api.readyz = "drip"
+    config, _origin = _k8s.configuration({"host": api.url(), "api_key": "t0ken-never-logged"})
+    with pytest.raises(_eda.RemoteAPIError, match=r"is not ready after 1 s \(no complete answer in time\)"):
+        _k8s_watch.wait_ready(_k8s.K8sClient(config), 1)
+    assert not api.readyz_answered.is_set()
+
+
 def test_an_expired_watch_after_events_lists_again_at_once(api):
     api.lists = scripted([node_list([node("n1", "1")]), node_list([node("n1", "9", "a.2")], version="9")],
                          then=node_list([node("n1", "9", "a.2")], version="9"))
@@ -383,11 +394,38 @@ def test_endless_scontrol_output_stops_at_max_output_and_the_command_is_killed(t
     script = tmp_path / "scontrol"
     script.write_text(f"#!/bin/sh\necho $$ > '{tmp_path}/pid'\nexec yes '{{\"nodes\": ['\n")
     script.chmod(0o755)
-    with pytest.raises(_eda.RemoteAPIError, match="printed more than 100000 bytes; not read further"):
+    with pytest.raises(_eda.RemoteAPIError, match=r"printed more than 100000 bytes; it was killed \(raise max_output\)"):
         asyncio.run(slurm_nodes.poll(slurm_args([str(script)], max_output=100_000, command_timeout=WAIT)))
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(pid, 0)
+
+
+def test_a_wrapper_whose_child_holds_the_pipes_is_killed_with_the_child_at_command_timeout(tmp_path):
+    # ssh ctl scontrol, a shell script: the wrapper ends, its child keeps stdout open and hangs.
+    pidfile = tmp_path / "child.pid"
+    wrapper = ["/bin/sh", "-c", f"sleep 300 & echo $! > '{pidfile}'; exit 0", "ssh-like"]
+    with pytest.raises(_eda.RemoteAPIError, match="did not finish within 1 s; it was killed with every process it "
+                       "started"):
+        asyncio.run(slurm_nodes.poll(slurm_args(wrapper, command_timeout=1)))
+    assert gone_or_zombie(int(pidfile.read_text()))
+
+
+def test_a_poll_cancelled_while_scontrol_hangs_kills_it_at_once(tmp_path):
+    # The script says its pid through a FIFO: the test knows it runs without waiting on the clock.
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    hung = ["/bin/sh", "-c", f"echo $$ > '{fifo}'; exec sleep 300", "scontrol-like"]
+
+    async def main():
+        polling = asyncio.ensure_future(slurm_nodes.poll(slurm_args(hung, command_timeout=300)))
+        pid = int(await asyncio.wait_for(asyncio.to_thread(fifo.read_text), WAIT))
+        polling.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await polling
+        return pid
+
+    assert gone_or_zombie(asyncio.run(main()))
 
 
 def test_the_slurm_source_keeps_polling_through_bad_output_and_says_what_it_skipped(tmp_path, caplog):
@@ -439,6 +477,7 @@ def test_the_regenerate_endpoint_answers_every_bad_request_counts_it_and_logs_on
     assert statuses == [401] * 90 + [413, 400, 400, 400, 400, 202]
     assert [c["reason"] for c in changes] == ["rack 7 replaced"]
     assert stats.bad_messages == {"a request without a valid token": 90, "a body too large": 1,
-                                  "a body that is not JSON": 2, "a body that is not an object with a string reason": 2}
+                                  "a body that is not JSON": 1, "a body nested too deeply": 1,
+                                  "a body that is not an object with a string reason": 2}
     assert len(logged) == _eda.LOGGED_BAD_MESSAGES and token not in "".join(logged)
     assert "1 requests accepted; 95 bad messages" in stats.summary()

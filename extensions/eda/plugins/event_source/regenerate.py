@@ -12,11 +12,20 @@ time of the last accepted request); neither shows a token or a request. The opti
 ``{"reason": "..."}`` (at most 64 KiB) is carried in the event; the token and the request headers
 never are.
 
-Options: ``token`` (required, at least 16 characters), ``certfile`` and ``keyfile`` (required:
-TLS only), ``host`` (default 127.0.0.1; 0.0.0.0 in an EDA controller activation), ``port``
-(default 5443), ``delay`` (15), ``max_wait`` (120), ``stats_interval`` (300: a line with the
-counts). A refused request is one bad message: answered, counted, logged (the first few of each
-period, with the peer only) and forgotten.
+Options: ``token`` (required, at least 16 characters of a bearer token: no white space, no
+newline), ``certfile`` and ``keyfile`` (required: TLS only), ``keyfile_password`` (for an encrypted
+key; without it an encrypted key is an error at start, never OpenSSL's pass-phrase prompt),
+``host`` (default 127.0.0.1; 0.0.0.0 in an EDA controller activation), ``port`` (default 5443),
+``request_timeout`` (10: seconds a connection has for its TLS handshake, then for its whole
+request), ``delay`` (15), ``max_wait`` (120), ``stats_interval`` (300: a line with the counts). A
+refused request is one bad message: answered, counted, logged (the first few of each period, with
+the peer only) and forgotten.
+
+Bounds (docs/security.md): a request head of at most 8190 bytes a line and 128 headers (aiohttp's
+parser), a body of at most ``MAX_BODY`` bytes announced by Content-Length (411 without one, 413
+above it) and nested at most ``MAX_DEPTH`` deep, one request per connection, and every connection
+closed ``request_timeout`` seconds after it was accepted whatever it is doing (a client that drips
+its headers holds nothing but its own socket: the event loop serves the others meanwhile).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import ssl
 import sys
 import time
@@ -44,21 +54,37 @@ SPEC = dict(
     token={"type": "str", "no_log": True},
     certfile={"type": "str"},
     keyfile={"type": "str"},
+    keyfile_password={"type": "str", "no_log": True},
     host={"type": "str", "default": "127.0.0.1"},
     port={"type": "int", "default": 5443},
+    request_timeout={"type": "float", "default": 10.0},
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
 MAX_BODY = 64 * 1024
+MAX_DEPTH = 32  # of the JSON body's arrays and objects: {"reason": "..."} needs 1
 MIN_TOKEN = 16
+# Seconds a refused request's unread body is still drained before its connection closes, so that
+# the client reads the answer and not a reset (aiohttp's default is 10).
+LINGER = 1.0
 PATH = "/v1/generate"
 
 
+# RFC 6750's b64token: what a client can send after "Bearer " in one header line.
+TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
 def check(args):
-    """The TLS context; every missing or bad option is an error naming it."""
-    if not args["token"] or len(args["token"]) < MIN_TOKEN:
+    """The TLS context; every missing or bad option is an error naming it (never showing the token)."""
+    token = args["token"]
+    if not token or len(token) < MIN_TOKEN:
         raise _eda.TopologyError(f"{SOURCE}: option 'token' is required and must have at least {MIN_TOKEN} "
                                  "characters")
+    if not TOKEN_CHARACTERS.fullmatch(token):
+        # A token read from a file keeps its newline: accepted here, it would refuse every request.
+        raise _eda.TopologyError(f"{SOURCE}: option 'token' must be one bearer token (letters, digits and "
+                                 "-._~+/ then any '='); it has white space, a newline or another character "
+                                 "(a file's trailing newline? strip it)")
     for name in ("certfile", "keyfile"):
         if not args[name]:
             raise _eda.TopologyError(f"{SOURCE}: option {name!r} is required (the endpoint serves HTTPS only)")
@@ -66,18 +92,60 @@ def check(args):
             raise _eda.TopologyError(f"{SOURCE}: {name} {args[name]} does not exist")
     if not 0 < args["port"] < 65536:
         raise _eda.TopologyError(f"{SOURCE}: option 'port' must be 1-65535")
+    if args["request_timeout"] <= 0:
+        raise _eda.TopologyError(f"{SOURCE}: option 'request_timeout' must be > 0")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    asked = []
+
+    def password():
+        # Called only for an encrypted key. Without it OpenSSL asks on the terminal and waits.
+        asked.append(True)
+        if args["keyfile_password"] is None:
+            raise _eda.TopologyError(f"{SOURCE}: keyfile {args['keyfile']} is encrypted; give its pass phrase "
+                                     "in option 'keyfile_password'")
+        return args["keyfile_password"]
+
     try:
-        context.load_cert_chain(args["certfile"], args["keyfile"])
+        context.load_cert_chain(args["certfile"], args["keyfile"], password=password)
     except (ssl.SSLError, OSError) as exc:
-        raise _eda.TopologyError(f"{SOURCE}: cannot load certfile/keyfile: {exc.__class__.__name__}") from None
+        wrong = " (wrong keyfile_password?)" if asked else ""
+        raise _eda.TopologyError(f"{SOURCE}: cannot load certfile/keyfile: {exc.__class__.__name__}{wrong}") from None
     return context
 
 
 def authorized(request, token):
+    """Whether the request has ``Authorization: Bearer <token>``; any other header (not UTF-8 too) is not."""
     scheme, _space, given = request.headers.get("Authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    # aiohttp keeps bytes that are not UTF-8 as surrogates: they go back to the same bytes, never raise.
+    given = given.strip().encode("utf-8", "surrogateescape")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given, token.encode())
+
+
+def nested_deeper_than(raw, limit):
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit`` (brackets in strings do not count).
+
+    Checked before json.loads, whose recursion a deep body would exhaust (RecursionError, or worse
+    on a thread with a small stack).
+    """
+    depth, in_string, escaped = 0, False, False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return False
 
 
 METRIC_PREFIX = "aifactory_topology_regenerate_"
@@ -134,14 +202,21 @@ def application(debouncer, token, stats=None):
         if not authorized(request, token):
             return refuse(401, "missing or wrong bearer token", "a request without a valid token", request.remote)
         reason = ""
-        if request.can_read_body:
-            too_large = f"body larger than {MAX_BODY} bytes"
-            if (request.content_length or 0) > MAX_BODY:
-                return refuse(413, too_large, "a body too large")
-            raw = await request.content.read(MAX_BODY + 1)
-            if len(raw) > MAX_BODY:
-                return refuse(413, too_large, "a body too large")
+        if request.body_exists:
+            length = request.content_length
+            if length is None:  # chunked: its size is known only once it is read
+                return refuse(411, "a body needs a Content-Length", "a body without Content-Length")
+            if length > MAX_BODY:
+                return refuse(413, f"body larger than {MAX_BODY} bytes", "a body too large")
+            try:
+                # Exactly Content-Length, however many TCP segments it comes in; the connection's
+                # deadline (request_timeout) bounds the wait.
+                raw = await request.content.readexactly(length)
+            except asyncio.IncompleteReadError:
+                return refuse(400, "the body is shorter than its Content-Length", "a body cut short")
             if raw.strip():
+                if nested_deeper_than(raw, MAX_DEPTH):
+                    return refuse(400, f"the body nests deeper than {MAX_DEPTH}", "a body nested too deeply")
                 try:
                     body = json.loads(raw)
                 except (ValueError, RecursionError):
@@ -166,11 +241,56 @@ def application(debouncer, token, stats=None):
         return web.Response(body=generate_latest(registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST, "Cache-Control": "no-store"})
 
+    async def one_request_per_connection(_request, response):
+        # The connection's deadline then bounds one request head and body, never an idle keep-alive.
+        # The header too: aiohttp has chosen its headers before this hook runs.
+        response.force_close()
+        response.headers["Connection"] = "close"
+
     app = web.Application(client_max_size=MAX_BODY)
+    app.on_response_prepare.append(one_request_per_connection)
     app.router.add_post(PATH, generate)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     return app
+
+
+class _Deadline(asyncio.Protocol):
+    """aiohttp's protocol for one connection, aborted ``seconds`` after the connection was made.
+
+    aiohttp bounds neither the time a request head takes to arrive nor a body's: a client that
+    sends a byte a second would hold its connection for ever. Each connection carries one request
+    (one_request_per_connection), so this one timer bounds head, body and answer together.
+    """
+
+    def __init__(self, protocol, seconds, stats):
+        self.protocol, self.seconds, self.stats, self.timer = protocol, seconds, stats, None
+
+    def connection_made(self, transport):
+        self.timer = asyncio.get_running_loop().call_later(self.seconds, self._expired, transport)
+        self.protocol.connection_made(transport)
+
+    def _expired(self, transport):
+        peer = transport.get_extra_info("peername")
+        self.stats.bad(_eda.BadMessage("a request not complete within request_timeout", peer and peer[0]))
+        transport.abort()
+
+    def connection_lost(self, exc):
+        if self.timer:
+            self.timer.cancel()
+        self.protocol.connection_lost(exc)
+
+    def data_received(self, data):
+        self.protocol.data_received(data)
+
+    def eof_received(self):
+        return self.protocol.eof_received()
+
+    def pause_writing(self):
+        self.protocol.pause_writing()
+
+    def resume_writing(self):
+        self.protocol.resume_writing()
 
 
 async def main(queue, args):
@@ -183,12 +303,17 @@ async def main(queue, args):
     stats = _eda.SourceStats("endpoint", lambda message: LOG.warning("%s: %s", SOURCE, message))
     summaries = asyncio.ensure_future(_eda.log_summaries([stats], args["stats_interval"],
                                                          lambda line: LOG.info("%s: %s", SOURCE, line)))
-    runner = web.AppRunner(application(debouncer, args["token"], stats), access_log=None)
+    timeout = args["request_timeout"]
+    runner = web.AppRunner(application(debouncer, args["token"], stats), access_log=None, keepalive_timeout=timeout,
+                           lingering_time=LINGER)
     await runner.setup()
+    server = None
     try:
-        site = web.TCPSite(runner, args["host"], args["port"], ssl_context=context)
         try:
-            await site.start()
+            # Not web.TCPSite: each connection is wrapped in its deadline, and the TLS handshake has one too.
+            server = await asyncio.get_running_loop().create_server(
+                lambda: _Deadline(runner.server(), timeout, stats), args["host"], args["port"], ssl=context,
+                ssl_handshake_timeout=timeout, reuse_address=True)
         except OSError as exc:
             raise _eda.TopologyError(f"{SOURCE}: cannot listen on {args['host']}:{args['port']}: "
                                      f"{exc.strerror}") from None
@@ -197,5 +322,7 @@ async def main(queue, args):
     finally:
         summaries.cancel()
         LOG.info("%s: ending; %s", SOURCE, stats.summary())
+        if server is not None:
+            server.close()
         await runner.cleanup()
         await debouncer.stop()

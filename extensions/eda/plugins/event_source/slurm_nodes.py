@@ -20,7 +20,6 @@ next poll tries again; only the first poll, at start, ends the source.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -31,6 +30,8 @@ try:
 except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/aifactory/topology/extensions/...
     sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 7)))
     from ansible_collections.aifactory.topology.plugins.module_utils._events import eda as _eda
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command  # importable now, either way
 
 SOURCE = "aifactory.topology.slurm_nodes"
 LOG = logging.getLogger(SOURCE)
@@ -44,82 +45,38 @@ SPEC = dict(
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
-MAX_STDERR = 64 * 1024  # kept for the message of a failed scontrol
-READ_SIZE = 64 * 1024
-
-
-async def _read_at_most(stream, limit):
-    """Up to ``limit`` bytes of ``stream``, and whether it had more (then the rest is not read)."""
-    chunks, size = [], 0
-    while size <= limit:
-        chunk = await stream.read(limit + 1 - size)
-        if not chunk:
-            return b"".join(chunks), False
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)[:limit], True
-
-
-async def _discard(stream):
-    while await stream.read(READ_SIZE):
-        pass
 
 
 async def poll(args, stats=None):
     """name -> availability, from one ``scontrol show nodes --json``; RemoteAPIError on any failure.
 
     A node record that cannot be read is a BadMessage for ``stats`` (skipped), or an error without it.
+    The command runs as every command of the collection does (_command): in a session of its own,
+    killed with every process it started at ``command_timeout`` (an ``ssh ctl scontrol`` whose
+    remote end hangs, a wrapper's child holding the pipes) or beyond ``max_output`` bytes.
     """
     command = [*args["scontrol"], "show", "nodes", "--json"]
-    shown = " ".join(command)
     env = dict(os.environ, **({"SLURM_CONF": args["slurm_conf"]} if args["slurm_conf"] else {}))
     try:
-        process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE,
-                                                       stderr=asyncio.subprocess.PIPE, env=env)
-    except OSError as exc:
-        raise _eda.RemoteAPIError(f"{SOURCE}: cannot run {shown}: {exc.strerror}") from None
-
-    def kill():
-        with contextlib.suppress(ProcessLookupError):  # it has just ended by itself
-            process.kill()
-
-    async def read_stdout():
-        out, too_much = await _read_at_most(process.stdout, args["max_output"])
-        if too_much:  # stop it now: stderr ends with it, and nothing more is read
-            kill()
-        return out, too_much
-
-    try:
-        (out, too_much), (err, _more) = await _eda.wait_within(asyncio.gather(
-            read_stdout(), _read_at_most(process.stderr, MAX_STDERR)), args["command_timeout"])
-        if too_much:
-            raise _eda.RemoteAPIError(f"{SOURCE}: {shown} printed more than {args['max_output']} bytes; "
-                                      "not read further (raise max_output)")
-        await _eda.wait_within(process.wait(), args["command_timeout"])
-    except asyncio.TimeoutError:
-        raise _eda.RemoteAPIError(f"{SOURCE}: {shown} did not finish in {args['command_timeout']:g} s") from None
-    finally:
-        if process.returncode is None:
-            kill()
-        # Read both pipes to their end: asyncio closes the process's transport only then (an
-        # unread pipe would stay open until garbage collection).
-        with contextlib.suppress(asyncio.TimeoutError):
-            await _eda.wait_within(asyncio.gather(_discard(process.stdout), _discard(process.stderr),
-                                                  process.wait()), args["command_timeout"])
-    if process.returncode != 0:
+        returncode, out, err = await _command.run_async(command, args["command_timeout"], args["max_output"], env)
+    except _command.CommandError as exc:
+        hint = " (raise max_output)" if "printed more than" in str(exc) else ""
+        raise _eda.RemoteAPIError(f"{SOURCE}: {exc}{hint}") from None
+    if returncode != 0:
         tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise _eda.RemoteAPIError(f"{SOURCE}: {shown} failed (exit {process.returncode}): "
+        raise _eda.RemoteAPIError(f"{SOURCE}: {_command.describe(command)} failed (exit {returncode}): "
                                   + " / ".join(line[:200] for line in tail))
     try:
         document = json.loads(out)
     except (ValueError, RecursionError):
-        raise _eda.RemoteAPIError(f"{SOURCE}: {shown} printed no JSON (or JSON nested too deeply)") from None
+        raise _eda.RemoteAPIError(f"{SOURCE}: {_command.describe(command)} printed no JSON "
+                                  "(or JSON nested too deeply)") from None
     return _eda.slurm_nodes(document, stats.bad if stats else None)
 
 
 async def main(queue, args):
     args = _eda.source_args(SOURCE, args, SPEC)
-    for name in ("interval", "max_output", "stats_interval"):
+    for name in ("interval", "command_timeout", "max_output", "stats_interval"):
         if args[name] <= 0:
             raise _eda.TopologyError(f"{SOURCE}: option {name!r} must be > 0")
     stats = _eda.SourceStats("scontrol poll", lambda message: LOG.warning("%s: %s", SOURCE, message))

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files as job
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as file_writer
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
@@ -13,6 +14,7 @@ from ansible_collections.aifactory.topology.plugins.modules import (
     slurm_conf, slurm_topology, topology_graph, topology_info)
 
 from ...conftest_paths import MODELS, REPO
+from ..module_utils.test_command import gone_or_zombie
 from .module_runner import run_module
 
 NVL72 = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "nvl72.yaml")}}}
@@ -76,6 +78,21 @@ def test_validate_failure_keeps_the_old_file(run, tmp_path):
     assert ok["changed"] is True and "BlockSizes=18,36,72" in dest.read_text()
     bad = run(slurm_topology, dict(BLOCK, dest=str(tmp_path / "x.conf"), validate="true"))
     assert bad["failed"] and "validate must contain %s" in bad["msg"]
+
+
+def test_a_validate_command_whose_child_hangs_is_killed_and_nothing_is_written(run, tmp_path, monkeypatch):
+    # A checker script that starts a child holding its output, then exits: the one command runner's limit holds.
+    monkeypatch.setattr(file_writer, "VALIDATE_TIMEOUT", 1)
+    pidfile, checker = tmp_path / "child.pid", tmp_path / "check"
+    checker.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > '{pidfile}'\nexit 0\n")
+    checker.chmod(0o755)
+    dest = tmp_path / "topology.conf"
+    dest.write_text("BlockName=old Nodes=node[1101-1118]\nBlockSizes=18\n")
+    result = run(slurm_topology, dict(BLOCK, dest=str(dest), validate=f"{checker} %s"))
+    assert result["failed"] and "did not finish within 1 s; it was killed with every process it started" in result["msg"]
+    assert dest.read_text().startswith("BlockName=old")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["check", "child.pid", "topology.conf"]
+    assert gone_or_zombie(int(pidfile.read_text()))
 
 
 def test_shrink_guard_refuses_then_force_accepts(run, tmp_path):

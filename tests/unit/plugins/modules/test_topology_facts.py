@@ -21,6 +21,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 from ansible_collections.aifactory.topology.plugins.modules import topology_facts
 
 from ...conftest_paths import FIXTURES, REPO
+from ..module_utils.test_command import gone_or_zombie
 from .module_runner import run_module
 
 NVIDIA_SMI = REPO / "tests" / "fixtures" / "nvidia-smi"
@@ -176,6 +177,16 @@ def test_a_hung_or_flooding_nvidia_smi_is_bounded(run, tmp_path, script, timeout
     result = run({"gather": ["nvlink"], "nvidia_smi_path": str(path), "timeout": timeout})
     assert warning in result["warnings"][0]
     assert result["ansible_facts"]["topology_node"]["nvlink"] == {}
+
+
+def test_the_hung_child_of_a_wrapper_is_not_left_running(run, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    path = tmp_path / "nvidia-smi"
+    path.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > '{pidfile}'\nexit 0\n")
+    path.chmod(0o755)
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": str(path), "timeout": 1})
+    assert "it was killed with every process it started" in result["warnings"][0]
+    assert gone_or_zombie(int(pidfile.read_text()))
 
 
 @pytest.mark.parametrize("name, warning", [
