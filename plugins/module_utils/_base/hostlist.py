@@ -24,7 +24,8 @@ MAX_RANGE_DIGITS = 18
 _SEPARATORS = ",\t\n "
 # prefix, the last run of digits, suffix; a greedy prefix ending in a non-digit is ~3x faster than
 # the equivalent lazy "^(.*?)(\d+)(\D*)$" (same groups for every name, newlines included).
-_NAME_SPLIT = re.compile(r"(.*[^\d\n]|)(\d+)(\D*)$")
+# re.ASCII: \d is 0-9 only; a name with another script's digit (U+0ED0) is a name, never a number.
+_NAME_SPLIT = re.compile(r"(.*[^\d\n]|)(\d+)(\D*)$", re.ASCII)
 
 
 class HostlistError(ValueError):
@@ -236,9 +237,9 @@ def _runs(digit_strings):
     return runs
 
 
-_NATURAL = re.compile(r"(\d+)")
+_NATURAL = re.compile(r"(\d+)", re.ASCII)
 
 
 def natural_key(name: str) -> tuple:
     """Sort key that orders ``rack2`` before ``rack10``."""
-    return tuple((0, int(part), part) if part.isdecimal() else (1, 0, part) for part in _NATURAL.split(name))
+    return tuple((0, int(part), part) if part.isascii() and part.isdecimal() else (1, 0, part) for part in _NATURAL.split(name))
