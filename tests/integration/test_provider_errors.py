@@ -254,6 +254,7 @@ def test_an_imds_that_refuses_session_tokens_is_a_remote_api_error(fake_http, mo
         discover("aws", aws(server), {})
     assert not isinstance(info.value, TopologyError) and not server.requests
 
+
 @pytest.mark.parametrize("case, name, params, creds, route, reason", RECORD_CASES, ids=[case[0] for case in RECORD_CASES])
 def test_with_invalid_nodes_fail_one_malformed_record_fails_the_run(fake_http, case, name, params, creds, route, reason):
     server = fake_http(route)
