@@ -153,9 +153,14 @@ def delete_many(api, names):
 
 
 def timed(function, *args, **kwargs):
+    """(seconds, result) of one call."""
     start = time.monotonic()
     result = function(*args, **kwargs)
     return round(time.monotonic() - start, 3), result
+
+
+def seconds(function, *args, **kwargs):
+    return timed(function, *args, **kwargs)[0]
 
 
 def stages(plane, api, test_id, workdir, name, value):
@@ -166,15 +171,15 @@ def stages(plane, api, test_id, workdir, name, value):
     creds = {"kubeconfig": str(plane.kubeconfig)}
     result = {}
     result["list_nodes_s"], listed = timed(api.list, _k8s.node_path(), f"{TEST_LABEL}={test_id}")
-    result["list_nodes_rv0_s"], _ = timed(api.request, "GET", _k8s.node_path(),
-                                          {"labelSelector": f"{TEST_LABEL}={test_id}", "resourceVersion": "0"})
+    result["list_nodes_rv0_s"] = seconds(api.request, "GET", _k8s.node_path(),
+                                         {"labelSelector": f"{TEST_LABEL}={test_id}", "resourceVersion": "0"})
     result["discover_dra_s"], topology = timed(kubernetes_nodes.discover_dra, params, creds, lambda m: None)
     keys = _labels.LabelKeys(None, None)
     result["render_labels_s"], desired = timed(k8s_labels.desired_labels, topology, keys)
     result["writer_list_s"], nodes = timed(_k8s_nodes.list_nodes, api, f"{TEST_LABEL}={test_id}")
-    result["plan_s"], _ = timed(_k8s_nodes.plan_node_changes, nodes, desired, keys)
+    result["plan_s"] = seconds(_k8s_nodes.plan_node_changes, nodes, desired, keys)
     result["model_json_mb"] = round(len(json.dumps(topology.to_compact())) / 1e6, 2)
-    result["patch_one_s"], _ = timed(plane.kubectl.patch, "Node", name, {"metadata": {"labels": {DOMAIN: value}}})
+    result["patch_one_s"] = seconds(plane.kubectl.patch, "Node", name, {"metadata": {"labels": {DOMAIN: value}}})
     playbook = workdir / "start-up.yml"
     playbook.write_text(json.dumps([{"name": "start-up", "hosts": "k8s_topology", "gather_facts": False,
                                      "tasks": [{"ansible.builtin.debug": {"msg": "up"}}]}]))
@@ -199,8 +204,8 @@ def scale_latency(plane, workdir, count, delay, samples):
     test_id = f"{count}x{int(time.time()) % 100000}"
     names = scale_names(test_id, count)
     api = client(plane.kubeconfig)
-    created, _ = timed(create_many, api, names,
-                       lambda n: {TEST_LABEL: test_id, CLIQUE: f"c.{names.index(n) // RACK + 1}"})
+    rack_of = {name: index // RACK + 1 for index, name in enumerate(names)}
+    created = seconds(create_many, api, names, lambda n: {TEST_LABEL: test_id, CLIQUE: f"c.{rack_of[n]}"})
     inventory, variables, _port, _ca = setup_rulebook(plane, "default", test_id, workdir, delay=delay)
     group_vars = inventory / "group_vars" / "all.yml"
     settings = yaml.safe_load(group_vars.read_text())
@@ -211,7 +216,7 @@ def scale_latency(plane, workdir, count, delay, samples):
     times = []
     try:
         with eda_support.Rulebook("k8s_topology", inventory, variables, workdir, extra_env=profile) as rulebook:
-            first, _ = timed(rulebook.wait_runs, 1, timeout=1800)
+            first = seconds(rulebook.wait_runs, 1, timeout=1800)
             for sample in range(samples):
                 name = names[(sample * 7919) % count]
                 value = f"x.{sample}"
@@ -266,14 +271,14 @@ def slurm_scale(workdir, count, delay, samples, interval):
         "SwitchType=switch/nvidia_imex\nSwitchParameters=imex_channel_count=2048\n"  # as the role's tests have it
     times = []
     with slurm_testbed.slurmctld(root, {"slurm.conf": conf}) as ctld:
-        show, _ = timed(ctld.scontrol, "show", "nodes", "--json")
+        show = seconds(ctld.scontrol, "show", "nodes", "--json")
         inventory = workdir / "inventory.yml"
         slurm_inventory(inventory, root, ctld.conf_dir, count)
         variables = rulebook_vars(root, ctld.conf_dir, workdir, slurm_topology_poll_interval=interval,
                                   topology_debounce_delay=delay)
         profile = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
         with eda_support.Rulebook("slurm_topology", inventory, variables, workdir, extra_env=profile) as rulebook:
-            first, _ = timed(rulebook.wait_runs, 1, timeout=1800)
+            first = seconds(rulebook.wait_runs, 1, timeout=1800)
             for sample in range(samples):
                 rack = sample + 1
                 node = f"gb200-r{rack:04d}-n01"
@@ -363,7 +368,7 @@ def main():
             workdir = Path(tmp) / f"slurm-{count}"
             workdir.mkdir()
             results[f"slurm_scale_{count}_nodes"] = slurm_scale(workdir, count, 1, options.samples,
-                                                                 options.slurm_interval)
+                                                                options.slurm_interval)
             print(json.dumps(results[f"slurm_scale_{count}_nodes"]), flush=True)
     if options.only_scale:
         if counts:
