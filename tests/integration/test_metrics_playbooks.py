@@ -11,6 +11,7 @@ written (the other playbook tests run that way).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -99,6 +100,8 @@ def test_k8s_playbook_writes_the_kubernetes_metrics_and_records_a_failure(k8s, t
 
     first, (changed, failed) = run()
     assert first.returncode == 0 and (changed, failed) == (2, 0), first.stdout + first.stderr  # labels, metrics
+    # Labels alone: k8s_node_labels discovers itself, no separate discovery task runs (one module run fewer).
+    assert re.search(r"TASK \[Discover the topology\] \*+\nskipping: \[localhost\]", first.stdout), first.stdout
     written = metrics(textfiles, "kubernetes")
     assert (written["nodes"], written["last_run_failed"], written["last_run_files_changed"]) == (6, 0, 1)
 
