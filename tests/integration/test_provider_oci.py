@@ -49,19 +49,14 @@ CREDS = {"tenancy_id": TENANCY, "user_id": USER, "fingerprint": FINGERPRINT, "pr
 AD1, AD2 = "Uocm:PHX-AD-1", "Uocm:PHX-AD-2"
 
 
-def signature_problem(request, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
-    """None when the request carries a valid OCI signature by ``key`` under ``key_id``; else what is wrong.
-
-    The draft-cavage form the OCI SDK sends: ``Signature`` then ``name="value"`` parameters in any order.
-    """
-    header = request.headers.get("authorization", "")
-    if not header.startswith("Signature "):
-        return "no Signature authorization header"
+def _signature_fields(header):
+    """The ``name="value"`` parameters of an ``Authorization: Signature ...`` header, and its signed header names."""
     fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
-    names = fields.get("headers", "").split()
-    if fields.get("keyId") != key_id or fields.get("algorithm") != "rsa-sha256" or fields.get("version") != "1" \
-            or names != ["date", "(request-target)", "host"]:
-        return f"unexpected keyId, algorithm or signed headers: {fields.get('algorithm')} {names}"
+    return fields, fields.get("headers", "").split()
+
+
+def _signature_mismatch(request, key, fields, names):
+    """None when ``fields``' signature over the headers ``names`` of ``request`` verifies with ``key``."""
     lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
              else f"{name}: {request.headers[name]}" for name in names]
     try:
@@ -70,6 +65,21 @@ def signature_problem(request, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"
     except InvalidSignature:
         return "the signature does not verify"
     return None
+
+
+def signature_problem(request, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
+    """None when the request carries a valid OCI signature by ``key`` under ``key_id``; else what is wrong.
+
+    The draft-cavage form the OCI SDK sends: ``Signature`` then ``name="value"`` parameters in any order.
+    """
+    header = request.headers.get("authorization", "")
+    if not header.startswith("Signature "):
+        return "no Signature authorization header"
+    fields, names = _signature_fields(header)
+    if fields.get("keyId") != key_id or fields.get("algorithm") != "rsa-sha256" or fields.get("version") != "1" \
+            or names != ["date", "(request-target)", "host"]:
+        return f"unexpected keyId, algorithm or signed headers: {fields.get('algorithm')} {names}"
+    return _signature_mismatch(request, key, fields, names)
 
 
 def host(host_id, instance_id, local=None, network=None, island=None, fabric=None, rack=None):
@@ -378,19 +388,11 @@ def body_signature_problem(request, key, key_id):
     """signature_problem for a request with a body: the signed headers must cover the date, the target and the
     body (``content-length content-type x-content-sha256``); the SDK's federation request leaves out ``host``."""
     header = request.headers.get("authorization", "")
-    fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
-    names = fields.get("headers", "").split()
+    fields, names = _signature_fields(header)
     required = {"date", "(request-target)", "content-length", "content-type", "x-content-sha256"}
     if fields.get("keyId") != key_id or not required <= set(names):
         return f"unexpected keyId or signed headers: {names}"
-    lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
-             else f"{name}: {request.headers[name]}" for name in names]
-    try:
-        key.public_key().verify(base64.b64decode(fields.get("signature", "")), "\n".join(lines).encode(),
-                                padding.PKCS1v15(), hashes.SHA256())
-    except InvalidSignature:
-        return "the signature does not verify"
-    return None
+    return _signature_mismatch(request, key, fields, names)
 
 
 def test_instance_principal_federates_the_metadata_certificate_and_signs_with_the_session_key(fake_http, monkeypatch):
