@@ -36,20 +36,21 @@ def run(module):
         content = slurm_files.with_header(body, params["header"])
         result = {"changed": False, "content": content, "summary": summary,
                   "quarantined": topology.quarantine_report()}
+        # Checked once, for both guards (the file's and the drain's), and only where one applies.
+        max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"]) \
+            if params["dest"] or params["drain_unhealthy"] else None
         if params["dest"]:
-            shrink_guard.check_max_node_loss(params["max_node_loss"])
             # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
             with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
                 current = read_text(resolve_dest(params["dest"]))
-                warning = shrink_guard.check_shrink(current, content, params["max_node_loss"], params["force"],
+                warning = shrink_guard.check_shrink(current, content, max_node_loss, params["force"],
                                                     where=f"the current file {params['dest']}")
                 if warning:
                     warn(warning)
                 result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
                                           current=current))
         if params["drain_unhealthy"]:
-            drains = drain_unhealthy(topology, scontrol, module.check_mode,
-                                     shrink_guard.check_max_node_loss(params["max_node_loss"]), params["force"], warn)
+            drains = drain_unhealthy(topology, scontrol, module.check_mode, max_node_loss, params["force"], warn)
             result.update(drains, changed=result["changed"] or bool(drains["drained"] or drains["resumed"]))
     module.exit_json(**result)
 
