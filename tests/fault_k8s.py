@@ -11,7 +11,8 @@ as a chunked stream of lines, as kube-apiserver sends them.
   without a byte until the client goes or the server stops. Default: ``HOLD``.
 * ``server.readyz``: ``"ok"`` (default) or ``"drip"``: the status line, then a header byte a
   second, for MAX_FAULT_SECONDS; ``server.readyz_answered`` is set when a ``/readyz`` answer ends.
-* ``server.calls``: ``(path, query)`` in order; ``server.wait_for(predicate)`` waits, bounded,
+* ``server.calls``: ``(path, query)`` in order, ``server.authorizations`` each request's
+  ``Authorization`` header beside it; ``server.wait_for(predicate)`` waits, bounded,
   until ``predicate()`` holds (no sleeps as synchronisation).
 
 Every answer is bounded in time (``MAX_FAULT_SECONDS``): a client that does not protect itself
@@ -66,6 +67,7 @@ class FakeApiServer(FaultServer):
     def __init__(self):
         super().__init__()
         self.calls = []  # (path, query), in order
+        self.authorizations = []  # each call's Authorization header, in the same order
         self.lists = lambda query: node_list()
         self.watches = lambda query: HOLD
         self.readyz = "ok"
@@ -77,6 +79,7 @@ class FakeApiServer(FaultServer):
     def _record(self, handler, query):
         with self._changed:
             self.calls.append((urlparse(handler.path).path, {key: values[0] for key, values in query.items()}))
+            self.authorizations.append(handler.headers.get("Authorization"))
             self._changed.notify_all()
         return self.calls[-1][1]
 

@@ -111,18 +111,18 @@ class RequestLog:
         self.real = real
         self.calls = []
 
-    def request(self, method, path, query=None, body=None, content_type=None):
+    def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
         try:
-            result = self.real.request(method, path, query, body, content_type)
+            result = self.real.request(method, path, query, body, content_type, accept)
         except _k8s.K8sError as exc:
             self.calls.append((method, path, exc.status))
             raise
         self.calls.append((method, path, 200))
         return result
 
-    def list(self, path, label_selector=None, field_selector=None):
+    def list(self, path, label_selector=None, field_selector=None, metadata_only=False):
         self.calls.append(("LIST", path, 200))
-        return self.real.list(path, label_selector, field_selector)
+        return self.real.list(path, label_selector, field_selector, metadata_only)
 
 
 def apply_rbac(k8s, manifest, user, namespace, suffix, configmap=None):

@@ -231,7 +231,9 @@ def test_slurmd_pods_are_watched_too(k8s, k8s_namespace):
             "pod_selector": {"app.kubernetes.io/name": "slurmd"}, "pod_namespace": k8s_namespace}
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "slurmd-0", "namespace": k8s_namespace, "labels": {"app.kubernetes.io/name": "slurmd"}},
-           "spec": {"containers": [{"name": "slurmd", "image": "slurmd:test"}]}}
+           # No scheduler binds it: when an earlier test started kube-scheduler, a bind within the debounce
+           # delay would fold a second change into the expected event.
+           "spec": {"schedulerName": "aifactory-test-unscheduled", "containers": [{"name": "slurmd", "image": "slurmd:test"}]}}
     other = dict(pod, metadata={"name": "web-0", "namespace": k8s_namespace, "labels": {"app": "web"}})
     created = []
 

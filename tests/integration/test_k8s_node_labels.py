@@ -215,6 +215,10 @@ def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_unta
     def taints(name):
         return admin.request("GET", _k8s.node_path(name)).get("spec", {}).get("taints") or []
 
+    def marked(name):
+        annotations = admin.request("GET", _k8s.node_path(name))["metadata"].get("annotations") or {}
+        return annotations.get(k8s_nodes.UNHEALTHY_MARK) == "true"
+
     dry = run_module(k8s_node_labels, args, monkeypatch, check_mode=True)
     assert dry["tainted"] == [sick] and taints(sick) == [someone_elses]
     applied = run_module(k8s_node_labels, args, monkeypatch)
@@ -222,8 +226,14 @@ def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_unta
     assert applied["tainted"] == [sick] and applied["untainted"] == []
     assert taints(sick) == [someone_elses, k8s_nodes.UNHEALTHY_TAINT]
     assert taints(bad_data) == [] and taints(other) == []  # invalid data is not a sick node: quarantined, untainted
+    assert marked(sick) and not marked(bad_data) and not marked(other)  # the mark the metadata-only list reads
     assert run_module(k8s_node_labels, args, monkeypatch)["changed"] is False
 
     recovered = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200(prefix, racks=1), taint_unhealthy=True),
                            monkeypatch)
-    assert recovered["untainted"] == [sick] and taints(sick) == [someone_elses]
+    assert recovered["untainted"] == [sick] and taints(sick) == [someone_elses] and not marked(sick)
+
+    # Tainted again, then the option turned off: the taint and its mark come off, the other taint stays.
+    assert run_module(k8s_node_labels, args, monkeypatch)["tainted"] == [sick]
+    turned_off = run_module(k8s_node_labels, dict(args, taint_unhealthy=False), monkeypatch)
+    assert turned_off["untainted"] == [sick] and taints(sick) == [someone_elses] and not marked(sick)

@@ -79,16 +79,19 @@ def warning_collector(module):
     return warn, warnings
 
 
-def load_topology(module, warn=None):
+def load_topology(module, warn=None, k8s_client=None):
     """The validated Topology from ``provider`` (discovery) or ``model`` (compact form).
 
     ``warn`` receives the provider's warnings: a module with a summary passes the ``warn`` of its
     ``warning_collector`` so they reach ``summary.warnings``; the default shows them only.
+    ``k8s_client``: the module's own Kubernetes connection, which a node provider on the same
+    connection uses (``_providers.discover``).
     """
     if module.params.get("model") is not None:
         return Topology.from_compact(module.params["model"])
     provider = module.params["provider"]
-    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn or module.warn)
+    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn or module.warn,
+                               k8s_client=k8s_client)
 
 
 def load_model_file(path):

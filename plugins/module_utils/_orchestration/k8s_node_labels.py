@@ -28,13 +28,15 @@ def run(module):
     def work():
         keys = k8s_module.label_keys(params)
         max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
-        topology = load_topology(module, warn)
         client, options = k8s_module.connect(module)
-        return reconcile(
-            client, topology, keys, options, node_selector=params["node_selector"],
-            no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
-            warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
-            taint_unhealthy=params["taint_unhealthy"])
+        # A node provider on this connection (dra, node_labels) and the writer list the nodes once.
+        with client.sharing_lists():
+            topology = load_topology(module, warn, k8s_client=client)
+            return reconcile(
+                client, topology, keys, options, node_selector=params["node_selector"],
+                no_topology_value=params["no_topology_value"], clean_absent_nodes=params["clean_absent_nodes"],
+                warn=warn, diff=module._diff, max_node_loss=max_node_loss, force=params["force"],
+                taint_unhealthy=params["taint_unhealthy"])
 
     k8s_module.run(module, work, warnings)
 
@@ -45,8 +47,8 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
 
     Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
     topology-aware schedulers do not count them; the share is bounded by ``max_node_loss``. With
-    ``taint_unhealthy`` the nodes quarantined as unhealthy get UNHEALTHY_TAINT; every other listed node that
-    carries it (recovered, or the option turned off) has it taken off.
+    ``taint_unhealthy`` the nodes quarantined as unhealthy get UNHEALTHY_TAINT (and UNHEALTHY_MARK); every other
+    listed node that carries the mark (recovered, or the option turned off) has both taken off.
     """
     warn = warn or (lambda message: None)
     _labels.check_node_names(topology.nodes, "the topology")
@@ -73,14 +75,15 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
     changes = plan_node_changes(nodes, desired, keys)
     unhealthy = {record.node for record in topology.quarantined.values()
                  if taint_unhealthy and record.unhealthy and record.node in nodes}
+    # The list holds no taints: a node carries ours when it carries our mark (the taint's patch sets both).
     taints = {name: name in unhealthy for name, node in nodes.items()
-              if (name in unhealthy) != node.has_unhealthy_taint()}
+              if (name in unhealthy) != node.marked_unhealthy()}
     shrink_guard.check_share(sorted(unhealthy), len(nodes), "listed nodes quarantined as unhealthy", max_node_loss,
                              force, warn, action="taint", acting="tainting")
     written, error = patch_nodes(client, changes, nodes, keys, options)
     tainted = []
     if error is None and taints:
-        tainted, error = patch_unhealthy_taints(client, taints, nodes, options)
+        tainted, error = patch_unhealthy_taints(client, taints, options)
     cleaned = sum(1 for change in written if change.name not in topology.nodes)
     result = {
         "changed": bool(written or tainted),

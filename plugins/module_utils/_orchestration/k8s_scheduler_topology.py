@@ -125,7 +125,7 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
 def list_selected(client, selection):
     """Node name -> labels of the nodes the flavor (or node_selector) selects: what the scheduler will see."""
     return {item["metadata"]["name"]: (item["metadata"].get("labels") or {})
-            for item in client.list(_k8s.node_path(), _k8s.selector_string(selection))}
+            for item in client.list(_k8s.node_path(), _k8s.selector_string(selection), metadata_only=True)}
 
 
 def _warn_findings(findings, summary, warn):

@@ -71,9 +71,18 @@ def _provider_module(module):
     return found
 
 
-def discover(name, params=None, creds=None, warn=None):
-    """Run provider ``name`` on validated params and creds and return a validated Topology."""
+def discover(name, params=None, creds=None, warn=None, k8s_client=None):
+    """Run provider ``name`` on validated params and creds and return a validated Topology.
+
+    ``k8s_client``: the caller's own Kubernetes connection; a provider that reads Node objects uses it
+    instead of building its own when its creds and ``request_timeout`` resolve to that very connection
+    (``K8sClient.serves``), so a caller that lists the nodes too can list them once (``sharing_lists``).
+    """
     params, creds = validate(name, params, creds)
+    shared = {}
+    if (k8s_client is not None and PROVIDERS[name].module == "kubernetes_nodes"
+            and k8s_client.serves(creds, params["request_timeout"])):
+        shared["client"] = k8s_client
     accelerator = params.pop("accelerator", None)  # any provider can take nvidia-smi domains
     deadline = params.pop("discovery_timeout")
     if not math.isfinite(deadline) or deadline <= 0:
@@ -82,7 +91,7 @@ def discover(name, params=None, creds=None, warn=None):
     invalid_nodes = params.pop("invalid_nodes")
     warn = warn or (lambda message: None)
     with _deadline.discovery_deadline(deadline):
-        topology = load(name)(params, creds, warn)
+        topology = load(name)(params, creds, warn, **shared)
     if accelerator is not None:
         # pylint: disable-next=import-outside-toplevel
         from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_accelerator

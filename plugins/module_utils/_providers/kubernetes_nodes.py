@@ -36,15 +36,15 @@ ON_MISSING_LABEL = _specs.ON_MISSING_LABEL
 SWITCH_IDS = _specs.SWITCH_IDS
 
 
-def list_cluster_nodes(params, creds, client=None, items=False):
-    """[(model node name, labels)] for the listed Nodes (``items``: the whole Node object instead of
-    its labels); duplicate model names are an error."""
+def list_cluster_nodes(params, creds, client=None, items=False, status=False):
+    """[(model node name, labels)] for the listed Nodes (``items``: the listed object instead of its labels:
+    its metadata, and its status too with ``status``); duplicate model names are an error."""
     if client is None:
         client = _k8s.K8sClient.from_auth(creds, timeout=params.get("request_timeout") or 60.0)
     selector = _k8s.selector_string(params.get("node_selector"), "params.node_selector")
     annotation = params.get("instance_annotation", INSTANCE_ANNOTATION)
     result, seen = [], {}
-    for item in client.list(_k8s.node_path(), selector):
+    for item in client.list(_k8s.node_path(), selector, metadata_only=not status):
         metadata = item.get("metadata") or {}
         name = metadata["name"]
         instance = ((metadata.get("annotations") or {}).get(annotation) or "").strip() if annotation else ""
@@ -166,7 +166,7 @@ def discover_node_labels(params, creds, warn, client=None):
     if switch_ids not in SWITCH_IDS:
         raise TopologyError(f"params.switch_ids must be one of {', '.join(SWITCH_IDS)}, got {clip(switch_ids)}")
     topology = Topology()
-    listed = list_cluster_nodes(params, creds, client, items=True)
+    listed = list_cluster_nodes(params, creds, client, items=True, status=bool(params.get("require_ready")))
     without, skipped, not_ready, deleted = [], [], [], []
     for name, item in listed:
         if _being_deleted(item):

@@ -12,6 +12,7 @@ client certificates, exec and token plugins of kubeconfig files) but bodies are 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import importlib.util
@@ -60,6 +61,9 @@ WRITE_ARG_SPEC = {
 }
 FIELD_MANAGER = "aifactory-topology"
 LIST_PAGE_SIZE = 500
+# A list of only the objects' metadata (PartialObjectMetadataList), as client-go's metadata informers ask
+# for it: a Node's status (conditions, images, addresses) is most of its bytes and no label reader needs it.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 MAX_PAGES = 10000  # 5 million objects: a repeated continue token cannot loop forever
 
 
@@ -187,24 +191,50 @@ def status_message(data):
 class K8sClient:
     """JSON requests to the API server, with the library's auth; one instance per task, thread-safe."""
 
-    def __init__(self, config, timeout=60.0, concurrency=8):
+    def __init__(self, config, timeout=60.0, concurrency=8, auth=None):
         k8s_client, _k8s_config, self._urllib3 = kubernetes_library()
         config.connection_pool_maxsize = max(int(concurrency), 1)
         self.host = config.host
         self.api = k8s_client.ApiClient(config)
         self.timeout = timeout
+        self.auth = auth  # the resolved auth options it was built from (from_auth), for serves()
+        self._lists = None  # query -> items, inside sharing_lists()
 
     @classmethod
     def from_auth(cls, options, environ=None, **kwargs):
-        config, _source = configuration(resolve_auth(options, environ))
-        return cls(config, **kwargs)
+        auth = resolve_auth(options, environ)
+        config, _source = configuration(auth)
+        return cls(config, auth=auth, **kwargs)
+
+    def serves(self, options, timeout):
+        """True when a client built from auth ``options`` with ``timeout`` would be this one: same resolved
+        options (``K8S_AUTH_*`` fallbacks included), same timeout. A caller that gets True may use this client
+        instead of building its own, and so share its lists (``sharing_lists``)."""
+        if self.auth is None or float(timeout) != float(self.timeout):
+            return False
+        try:
+            return resolve_auth(options or {}) == self.auth
+        except TopologyError:  # unknown keys: the caller's own validation reports them
+            return False
+
+    @contextlib.contextmanager
+    def sharing_lists(self):
+        """Within the block, a list asked for again (same path and selectors) is answered from the first
+        answer instead of the server: one module that reads the nodes twice (its provider, then its writer)
+        lists them once. Writes check their own preconditions (resourceVersion), so a shared list is as safe
+        as a second one taken a moment later."""
+        self._lists = {}
+        try:
+            yield self
+        finally:
+            self._lists = None
 
     def close(self):
         self.api.close()
 
-    def request(self, method, path, query=None, body=None, content_type=None):
+    def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
         """The decoded JSON response; K8sError for any HTTP error or unreachable server."""
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
         query_items = [(key, value) for key, value in (query or {}).items() if value is not None]
@@ -235,17 +265,19 @@ class K8sClient:
         except (ValueError, RecursionError):
             raise K8sError(f"{what}: the API server's response is not JSON (or nested too deeply)") from None
 
-    def pages(self, path, label_selector=None, field_selector=None, max_pages=MAX_PAGES):
+    def pages(self, path, label_selector=None, field_selector=None, max_pages=MAX_PAGES, metadata_only=False):
         """Each page of a list endpoint (a JSON object with a list ``items``), in order.
 
         A repeated continue token, or more than ``max_pages`` pages, is an error: a server that
         never ends a list cannot hold the caller. Tokens are remembered by digest (they can be long).
+        ``metadata_only``: each item is the object's ``metadata`` alone (METADATA_ONLY).
         """
         token, seen = None, set()
+        accept = METADATA_ONLY if metadata_only else "application/json"
         for _page in range(max_pages):
             page = self.request("GET", path, {"limit": LIST_PAGE_SIZE, "continue": token,
                                               "labelSelector": label_selector or None,
-                                              "fieldSelector": field_selector or None})
+                                              "fieldSelector": field_selector or None}, accept=accept)
             if not (isinstance(page, dict) and isinstance(page.get("metadata") or {}, dict)
                     and isinstance(page.get("items") or [], list)):
                 raise K8sError(f"GET {path}: the API server's answer is not a list (metadata and items)")
@@ -261,11 +293,17 @@ class K8sClient:
             seen.add(digest)
         raise K8sError(f"GET {path}: more than {max_pages} pages; stopped paging")
 
-    def list(self, path, label_selector=None, field_selector=None):
-        """Every item of a list endpoint, page by page (``pages``)."""
+    def list(self, path, label_selector=None, field_selector=None, metadata_only=False):
+        """Every item of a list endpoint, page by page (``pages``); inside ``sharing_lists`` once per query."""
+        query = (path, label_selector or None, field_selector or None, bool(metadata_only))
+        if self._lists is not None and query in self._lists:
+            return list(self._lists[query])
         items = []
-        for page in self.pages(path, label_selector, field_selector):
+        for page in self.pages(path, label_selector, field_selector, metadata_only=metadata_only):
             items.extend(page.get("items") or [])
+        if self._lists is not None:
+            self._lists[query] = items
+            return list(items)
         return items
 
 

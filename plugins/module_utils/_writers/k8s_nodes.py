@@ -16,6 +16,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s im
 
 # The taint k8s_node_labels puts on nodes quarantined as unhealthy (taint_unhealthy), and takes off again.
 UNHEALTHY_TAINT = {"key": "aifactory.topology/unhealthy", "value": "quarantined", "effect": "NoSchedule"}
+# The annotation put on (and taken off) in the same patch as the taint. The writers list only the nodes'
+# metadata (a Node's status is most of its bytes), where taints are not: the mark says which nodes carry ours.
+UNHEALTHY_MARK = "aifactory.topology/unhealthy-taint"
 
 
 def merge_patch(current, desired, keys):
@@ -36,6 +39,8 @@ def merge_patch(current, desired, keys):
 
 
 class ListedNode:
+    """A Node as the writers read it: its metadata; ``taints`` only when read whole (``spec``), else None."""
+
     __slots__ = ("name", "labels", "annotations", "resource_version", "taints")
 
     def __init__(self, item):
@@ -44,19 +49,26 @@ class ListedNode:
         self.labels = metadata.get("labels") or {}
         self.annotations = metadata.get("annotations") or {}
         self.resource_version = metadata.get("resourceVersion")
-        taints = (item.get("spec") or {}).get("taints")
-        self.taints = [taint for taint in taints if isinstance(taint, dict)] if isinstance(taints, list) else []
+        self.taints = None
+        if "spec" in item:
+            taints = (item.get("spec") or {}).get("taints")
+            self.taints = [taint for taint in taints if isinstance(taint, dict)] if isinstance(taints, list) else []
+
+    def marked_unhealthy(self):
+        """Whether k8s_node_labels put its unhealthy taint on the node (its mark, UNHEALTHY_MARK, says so)."""
+        return UNHEALTHY_MARK in self.annotations
 
     def has_unhealthy_taint(self):
-        return any(taint.get("key") == UNHEALTHY_TAINT["key"] for taint in self.taints)
+        return any(taint.get("key") == UNHEALTHY_TAINT["key"] for taint in self.taints or ())
 
     def field(self, name):
         return self.labels if name == "labels" else self.annotations
 
 
 def list_nodes(client, label_selector=None):
-    """Node name -> ListedNode, from one paged list."""
-    return {node.name: node for node in map(ListedNode, client.list(_k8s.node_path(), label_selector))}
+    """Node name -> ListedNode, from one paged list of the nodes' metadata (no status, no taints)."""
+    return {node.name: node
+            for node in map(ListedNode, client.list(_k8s.node_path(), label_selector, metadata_only=True))}
 
 
 class NodeChange:
@@ -146,30 +158,26 @@ def patch_nodes(client, changes, nodes, keys, options, field="labels"):
     return [change for change in results if change is not None and change.written], error
 
 
-def patch_unhealthy_taints(client, wanted, nodes, options):
-    """Put the unhealthy taint on the nodes ``wanted`` maps to True and take it off those mapped to False.
+def patch_unhealthy_taints(client, wanted, options):
+    """Put the unhealthy taint (and its mark) on the nodes ``wanted`` maps to True, take both off those mapped
+    to False.
 
-    ``spec.taints`` is one list: the patch carries every other taint of the node as it was listed, with the
-    listed ``resourceVersion`` as a precondition, so a taint someone else adds meanwhile is never lost (409:
-    read again, recompute). Returns (names written, first error).
+    Each node is read whole first (the list has no taints). ``spec.taints`` is one list: the patch carries
+    every other taint of the node as read, with its ``resourceVersion`` as a precondition, so a taint someone
+    else adds meanwhile is never lost (409: read again, recompute). Returns (names written, first error).
     """
     def patch_one(name):
-        state = {"node": nodes[name]}
-
         def attempt():
-            node = state["node"]
-            if node.has_unhealthy_taint() == wanted[name]:
+            node = ListedNode(client.request("GET", _k8s.node_path(name)))
+            if node.has_unhealthy_taint() == wanted[name] and node.marked_unhealthy() == wanted[name]:
                 return None
             taints = [taint for taint in node.taints if taint.get("key") != UNHEALTHY_TAINT["key"]]
             if wanted[name]:
                 taints.append(dict(UNHEALTHY_TAINT))
-            body = {"metadata": {"resourceVersion": node.resource_version}, "spec": {"taints": taints}}
-            try:
-                client.request("PATCH", _k8s.node_path(name), options.query(), body, MERGE_PATCH)
-            except _k8s.K8sError as exc:
-                if exc.status == 409:
-                    state["node"] = ListedNode(client.request("GET", _k8s.node_path(name)))
-                raise
+            body = {"metadata": {"resourceVersion": node.resource_version,
+                                 "annotations": {UNHEALTHY_MARK: "true" if wanted[name] else None}},
+                    "spec": {"taints": taints}}
+            client.request("PATCH", _k8s.node_path(name), options.query(), body, MERGE_PATCH)
             return name
 
         return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)

@@ -188,7 +188,7 @@ class RecordingClient:
         self.configmap = configmap
         self.requests = []
 
-    def list(self, path, label_selector=None):
+    def list(self, path, label_selector=None, metadata_only=False):
         self.requests.append(("LIST", path))
         return list(self.nodes.values()) if path == _k8s.node_path() else []
 

@@ -18,7 +18,7 @@ class FailingClient:
     def __init__(self):
         self.requests = []
 
-    def list(self, path, label_selector=None):
+    def list(self, path, label_selector=None, metadata_only=False):
         return []
 
     def request(self, method, path, query=None, body=None, content_type=None):

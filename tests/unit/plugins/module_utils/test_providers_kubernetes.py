@@ -18,9 +18,10 @@ class ListedNodes:
         self.nodes = nodes
         self.selectors = []
 
-    def list(self, path, label_selector=None):
+    def list(self, path, label_selector=None, metadata_only=False):
         assert path == "/api/v1/nodes"
         self.selectors.append(label_selector)
+        self.metadata_only = metadata_only
         return [item if isinstance(item, dict) else
                 {"metadata": {"name": item[0], "labels": item[1], "annotations": item[2]}} for item in self.nodes]
 
@@ -34,6 +35,7 @@ def test_dra_domains_from_the_clique_label_and_names_from_the_instance_annotatio
     topo = kubernetes_nodes.discover_dra({"node_selector": {"pool": "gpu"}}, {}, warnings.append, client)
     assert {n.name: n.domain for n in topo.nodes.values()} == {"gpu01": "uuid.1", "k8s-1": "uuid.1", "k8s-2": "uuid.2"}
     assert not topo.switches and client.selectors == ["pool=gpu"]
+    assert client.metadata_only  # labels and annotations only: no Node status crosses the wire
     assert warnings == ["1 nodes have no nvidia.com/gpu.clique label and are left out: cpu-0"]
     custom = kubernetes_nodes.discover_dra({"label": "example.com/rack", "instance_annotation": ""}, {}, warnings.append,
                                            ListedNodes(("k8s-0", {"example.com/rack": "r1"}, {"topograph.run/instance": "x"})))
@@ -56,6 +58,10 @@ def test_node_labels_rebuild_the_tree_and_domains():
                          ("cpu", {"kubernetes.io/hostname": "cpu"}, {}))
     warnings = []
     topo = kubernetes_nodes.discover_node_labels({}, {}, warnings.append, client)
+    assert client.metadata_only
+    with pytest.raises(TopologyError, match="4 not Ready"):  # these Nodes have no status
+        kubernetes_nodes.discover_node_labels({"require_ready": True}, {}, print, client)
+    assert not client.metadata_only  # the Ready condition is in the status
     assert {s.id: s.parent for s in topo.switches.values()} == {
         "leaf1": "spine1", "spine1": "core", "core": None, "leaf2": "spine1", "leaf3": "spine1"}
     assert (topo.nodes["n1"].switch, topo.nodes["n1"].domain, topo.nodes["n1"].sub_domain) == ("leaf1", "nvl1", "rack01")
