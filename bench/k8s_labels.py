@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO / ".collections"))
 
 import k8s_testbed  # noqa: E402  (tools/ is not a package)
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels  # noqa: E402
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s  # noqa: E402
 
 RACK = 18
@@ -151,7 +152,7 @@ def alternative(workdir, kubeconfig, nodes, moved_rack=None):
     from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
     desired = k8s_labels.desired_labels(discover("inventory", inventory_params(nodes, moved_rack)),
-                                        k8s_labels.LabelKeys())
+                                        _labels.LabelKeys())
     items = [{"name": name, "labels": labels} for name, labels in sorted(desired.items())]
     (workdir / "alt.json").write_text(json.dumps(items))
     return [{"name": "labels, one task per node", "kubernetes.core.k8s": {
@@ -177,7 +178,7 @@ def render_seconds(nodes):
     from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
     topology = discover("inventory", inventory_params(nodes, moved_rack=3))
-    keys = k8s_labels.LabelKeys()
+    keys = _labels.LabelKeys()
     options = engine.Options(["kueue"], keys, name="bench", flavor_node_labels={"bench": "ours"})
     best = None
     for _attempt in range(3):
