@@ -55,6 +55,7 @@ import k8s_testbed  # noqa: E402  (tools/ is not a package)
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels  # noqa: E402
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s  # noqa: E402
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH  # noqa: E402
 
 RACK = 18
 AUDIT_POLICY = """\
@@ -242,7 +243,7 @@ def source_case(kubeconfig, api, env):
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
     def milestone(timeout=900):
-        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        ready = select.select([process.stdout], [], [], timeout)[0]
         if not ready:
             process.kill()
             raise RuntimeError("the k8s_nodes source gave no milestone in time")
@@ -255,7 +256,7 @@ def source_case(kubeconfig, api, env):
         first, relists = milestone(), milestone()
         name = node_names(1)[0]
         api.request("PATCH", _k8s.node_path(name), body={"metadata": {"labels": {"nvidia.com/gpu.clique": "bench-moved"}}},
-                    content_type="application/merge-patch+json")
+                    content_type=MERGE_PATCH)
         process.stdin.write("changed\n")
         process.stdin.flush()
         change = milestone()

@@ -54,7 +54,7 @@ options:
       - Put the taint C(aifactory.topology/unhealthy=quarantined:NoSchedule) on the nodes quarantined as unhealthy
         (a GPU outside its NVLink fabric, a failed nvidia-smi), so no new pod lands there; nodes quarantined because
         their data is invalid (a bad name, GPUs in two cliques) are not tainted.
-      - The same patch puts the annotation C(aifactory.topology/unhealthy-taint=true) on the node: the module lists
+      - The same patch puts the annotation C(aifactory.topology/unhealthy-taint=true) on the node. The module lists
         only the nodes' metadata, where taints are not, and finds the nodes it tainted by that mark.
       - Every listed node that carries the mark and is not quarantined as unhealthy in this run (it recovered, or
         the option is off) has the taint and the mark taken off. Other taints are never touched, nor a taint of

@@ -59,7 +59,8 @@ class ListedNode:
         return UNHEALTHY_MARK in self.annotations
 
     def has_unhealthy_taint(self):
-        return any(taint.get("key") == UNHEALTHY_TAINT["key"] for taint in self.taints or ())
+        # Only of a node read whole: a listed node's taints are unknown (None), and asking fails loudly.
+        return any(taint.get("key") == UNHEALTHY_TAINT["key"] for taint in self.taints)
 
     def field(self, name):
         return self.labels if name == "labels" else self.annotations
