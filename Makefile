@@ -55,9 +55,6 @@ JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-*))
 export JAVA_HOME
 export DEBIAN_FRONTEND := noninteractive
 
-# Steps of `make test`, in order; the first failure stops the run.
-# molecule last: the slowest step (about 9 to 12 minutes), after everything it builds on has passed.
-TEST_STEPS := units integration sanity lint build compat molecule
 # ansible-core releases that meta/runtime.yml's requires_ansible covers and this Python (3.11) runs,
 # besides .venv's 2.19 (2.20 needs Python 3.12): `make compat` runs sanity and units on each.
 COMPAT_CORE := 2.17 2.18
@@ -67,26 +64,26 @@ COMPAT_VENVS := $(SLURM_CACHE)/compat
 # rule that 2.19 dropped); AnsiballZ ships those packages whole, which the module run proves.
 COMPAT_SANITY_SKIP := --skip-test empty-init
 
-.PHONY: help setup preflight-host preflight-packages venv link system-packages testbed k8s-testbed ee-image compat-venvs sanity-venvs example test units integration \
+.PHONY: help setup preflight-host preflight-packages venv link system-packages testbed k8s-testbed ee-image compat-venvs sanity-venvs example test units integration integration-k8s \
         sanity lint build compat release-notes bench bench-topograph clean images molecule
 # Molecule scenarios of `make molecule` (molecule/<name>), in order.
 MOLECULE_SCENARIOS := slurm_cluster imex
 
 help:
 	@echo "make example      set up, then: ansible-playbook -i inventories/example playbooks/site.yml"
-	@echo "make test         set up, then run: $(TEST_STEPS)"
+	@echo "make test         set up and run every test step, each as soon as what it needs is built"
 	@echo "make setup        .venv, .collections link, Debian packages, the Slurm chroot (root) and the"
 	@echo "                  Kubernetes test bed (kube-apiserver, kube-scheduler, etcd; needs Go)"
-	@echo "make units | integration | sanity | lint | build | compat | molecule | images | release-notes | bench | bench-topograph | clean"
+	@echo "make units | integration | integration-k8s | sanity | lint | build | compat | molecule | images | release-notes | bench | bench-topograph | clean"
 
 ## Setup ------------------------------------------------------------------------------
 
-# The cold builds run side by side (-j4): the Kubernetes test bed is CPU-bound (go build), the
-# Slurm root and the images mostly wait on Debian's archive and PyPI (debootstrap, pip); each line says
-# which build printed it (no --output-sync: it would hold back the builds' progress lines).
-setup: preflight-host system-packages preflight-packages venv link
-	@$(MAKE) -C "$(ROOT)" -j4 testbed k8s-testbed ee-image sanity-venvs
-	@echo "setup: done"
+# The builds and the tests are one graph of these make targets (tools/run_steps.py): each starts as
+# soon as what it needs is ready, so the Go builds (which need Go, not .venv) start right after the
+# Debian packages and the tests that need no Kubernetes run while Go compiles. Each step's output is
+# in tests/output/<step>.run.log; the terminal gets its start, its end and a line every two minutes.
+setup: preflight-host system-packages preflight-packages link
+	@$(PYTHON) "$(ROOT)/tools/run_steps.py" setup
 
 # The cheapest real check of every prerequisite, in seconds, before the long builds
 # (tools/preflight.py): what apt cannot install first, then every installed tool and a tiny
@@ -136,10 +133,11 @@ system-packages:
 	  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-testbed: venv
+# The three builds below run on the machine's python3 (standard library only), so they need no .venv.
+testbed:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  echo "setup: Slurm test bed (built once, 1 to 4 minutes; cached in $(SLURM_CACHE))"; \
-	  "$(VENV)/bin/python" "$(ROOT)/tools/slurm_testbed.py" build; \
+	  $(PYTHON) "$(ROOT)/tools/slurm_testbed.py" build; \
 	else \
 	  echo "************************************************************************"; \
 	  echo "* NOTE: not running as root, so the Slurm test bed (a Debian sid chroot"; \
@@ -152,10 +150,10 @@ testbed: venv
 # Built from the Go module proxy once per machine (cold: about $(K8S_COLD_MINUTES) min on 2 cores), then cached
 # in $(SLURM_CACHE)/k8s; then the Kueue controller manager (after it: the two would share the 2 cores);
 # exit code 3 from the tool means "no usable Go here".
-k8s-testbed: venv
+k8s-testbed:
 	@echo "setup: Kubernetes test bed (built once, about $(K8S_COLD_MINUTES) min cold; cached in $(SLURM_CACHE)/k8s)"; \
-	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/k8s_testbed.py" build && \
-	  "$(VENV)/bin/python" "$(ROOT)/tools/k8s_testbed.py" build-kueue || rc=$$?; \
+	rc=0; $(PYTHON) "$(ROOT)/tools/k8s_testbed.py" build && \
+	  $(PYTHON) "$(ROOT)/tools/k8s_testbed.py" build-kueue || rc=$$?; \
 	if [ "$$rc" = 3 ]; then \
 	  echo "************************************************************************"; \
 	  echo "* NOTE: no usable Go toolchain, so the Kubernetes test bed (kube-apiserver,"; \
@@ -170,9 +168,9 @@ k8s-testbed: venv
 # The systemd node image of the Molecule scenarios and the execution environment's base image:
 # debootstrapped once per recipe (tools/images/), then cached in podman's storage under
 # $(SLURM_CACHE)/podman; exit code 3 from the tool means "podman cannot run here".
-images: venv system-packages
+images: system-packages
 	@echo "setup: container images (built once per recipe, about 2 min cold; cached in $(SLURM_CACHE)/podman)"; \
-	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/container_images.py" build || rc=$$?; \
+	rc=0; $(PYTHON) "$(ROOT)/tools/container_images.py" build || rc=$$?; \
 	if [ "$$rc" = 3 ]; then \
 	  echo "************************************************************************"; \
 	  echo "* NOTE: podman cannot run containers here (see the line above), so the"; \
@@ -187,7 +185,7 @@ images: venv system-packages
 # The execution environment (ansible-builder onto the ee-base image; pip from PyPI, several
 # minutes cold), built in setup beside the other builds rather than inside the integration step;
 # tests/integration/test_execution_environment.py reuses the tag. Skipped with images (exit 3).
-ee-image: images link
+ee-image: venv images link
 	@echo "setup: execution environment image (built once per definition, several minutes cold)"; \
 	rc=0; "$(VENV)/bin/python" "$(ROOT)/tools/execution_environment.py" build || rc=$$?; \
 	if [ "$$rc" = 3 ]; then \
@@ -215,25 +213,10 @@ example: venv link system-packages testbed
 
 ## Test suite -------------------------------------------------------------------------
 
-# Runs the steps in order, stops at the first failure, and always ends with a plain
-# summary (step logs are kept under tests/output/).
-test: setup
-	@mkdir -p "$(OUTPUT)"; \
-	rm -f $(foreach step,$(TEST_STEPS),"$(OUTPUT)/$(step).log"); \
-	rc=0; failed=; lines=(); \
-	for step in $(TEST_STEPS); do \
-	  if [ -n "$$failed" ]; then lines+=("$$(printf '%-12s %s' "$$step" 'not run')"); continue; fi; \
-	  echo; echo "==> make $$step"; start=$$SECONDS; \
-	  if $(MAKE) -C "$(ROOT)" $$step; then status=passed; else rc=$$?; status=FAILED; failed=$$step; fi; \
-	  detail=$$($(PYTHON) "$(ROOT)/tools/step_summary.py" "$$step" "$(OUTPUT)/$$step.log" | cut -c1-110); \
-	  lines+=("$$(printf '%-12s %-7s %5ss  %s' "$$step" "$$status" "$$((SECONDS - start))" "$$detail")"); \
-	done; \
-	echo; echo "==================== make test summary ===================="; \
-	printf '%s\n' "$${lines[@]}"; \
-	if [ "$$(id -u)" != 0 ]; then echo "NOTE: not root: Slurm tests were skipped"; fi; \
-	$(PYTHON) "$(ROOT)/tools/step_summary.py" --total $(foreach step,$(TEST_STEPS),"$(OUTPUT)/$(step).log"); \
-	if [ -n "$$failed" ]; then echo "RESULT: FAILED at '$$failed' (exit $$rc)"; else echo "RESULT: all steps passed"; fi; \
-	exit $$rc
+# The set-up and every test step, as one graph (tools/run_steps.py; the summary at the end gives each
+# step's status, time and what it ran; the step logs are kept under tests/output/).
+test: preflight-host system-packages preflight-packages link
+	@$(PYTHON) "$(ROOT)/tools/run_steps.py" test
 
 # pytest wrapper: logs to tests/output/<name>.log; exit code 5 ("no tests collected") fails loudly.
 define pytest
@@ -251,8 +234,13 @@ UNIT_WORKERS := -n $(shell nproc)
 units: venv link
 	$(call pytest,$(UNIT_WORKERS) tests/unit,units)
 
+# The integration tests in two steps, so that the ones that need no Kubernetes test bed run while
+# it builds: `make integration integration-k8s` is the whole integration suite.
 integration: venv link
-	$(call pytest,--durations=15 tests/integration,integration)
+	$(call pytest,--durations=15 -m "not k8s" tests/integration,integration)
+
+integration-k8s: venv link
+	$(call pytest,--durations=15 -m k8s tests/integration,integration-k8s)
 
 # Every scenario of MOLECULE_SCENARIOS through `molecule test` (create, converge, idempotence,
 # verify, destroy) with the project's podman configuration; skipped, loudly, only where podman

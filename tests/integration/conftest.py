@@ -31,6 +31,19 @@ from tests.integration.fake_apis import FakeGrpcApi, FakeHttpApi, servers
 from tests.integration.k8s_support import fresh_namespace
 
 
+# The fixtures that start the Kubernetes test bed: a test that uses one is marked ``k8s`` here even
+# if its file forgot to, so `make integration` (``-m "not k8s"``, run while the test bed still
+# builds) never starts a control plane.
+K8S_FIXTURES = frozenset({"k8s", "k8s_scheduler", "k8s_namespace"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if K8S_FIXTURES.intersection(getattr(item, "fixturenames", ())) and not item.get_closest_marker("k8s"):
+            item.add_marker(pytest.mark.k8s)
+
+
 @pytest.fixture(scope="session")
 def slurm_root():
     reason = slurm_testbed.unavailable_reason()
