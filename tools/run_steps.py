@@ -3,17 +3,21 @@
     python tools/run_steps.py setup    # the builds only (the Go builds, the Slurm root, images, venvs)
     python tools/run_steps.py test     # the builds and every test step
 
-On the 2-core reference machine a cold run is dominated by the Go builds of the Kubernetes test bed
-(about 15 minutes, both cores) and, warm or cold, by the integration and Molecule steps; run one after
-another they took 55 minutes. Here every step starts once its own prerequisites are built: the Go
-builds start right after the Debian packages (they need Go, not .venv), the tests that need no
-Kubernetes run while Go compiles, and only the Kubernetes integration tests wait for it. Every step
-is a make target of the Makefile (the one place that says how it runs); this file only says what
-needs what, in which order to prefer ready steps, and how many test steps share the machine at once.
+On the 2-core reference machine the run is bound by CPU: run one after another the steps took 55
+minutes cold, and all started as soon as they were ready (five builds and two test steps at once)
+they took 68: every step ran five times slower (the machine had no idle CPU for an hour) and the
+test beds' daemons lived all the longer. So the steps in the foreground share the cores:
+each says how many it keeps busy (``cores``) and together they never ask for more than the machine
+has. The Go builds of the Kubernetes test bed (both cores for about 15 minutes, needed only by the
+Kubernetes integration tests) run in the background at the lowest CPU priority: they take what the
+foreground leaves idle (network waits, dpkg, a test waiting on a daemon) instead of slowing it. Every
+step is a make target of the Makefile (the one place that says how it runs); this file only says
+what needs what, how many cores it uses, and in which order ready steps are preferred.
 
 Each step's output goes to ``tests/output/<step>.run.log`` (a pytest step also writes its own
 ``<step>.log``, which the summary reads); the terminal gets one line per start and end, a line every
-two minutes naming what still runs, the tail of a failed step's output, and the summary. After the
+two minutes naming what still runs, the tail of a failed step's output, and the summary (per step:
+status, wall time, the CPU time of its own processes, what it ran). After the
 first failure no new step starts; the running ones finish, the rest are reported as not run.
 """
 
@@ -40,32 +44,33 @@ FAILED_TAIL_LINES = 60
 class Step:
     name: str
     needs: tuple[str, ...] = ()
-    # A test step counts against the test-step limit; a build (mostly network or one Go build) does not.
-    test: bool = False
+    test: bool = False  # part of `make test` only; the others are `make setup`
+    cores: int = 1  # how many cores it keeps busy while it runs (pytest-xdist's one worker per core: all)
+    background: bool = False  # runs at the lowest CPU priority and does not count against the cores
 
 
-# In the order ready steps are preferred: the critical path first (the Go builds, then the tests
-# that wait for them), then the longest test steps, so the short ones fill the gaps at the end.
+CORES = os.cpu_count() or 1
+
+# In the order ready steps are preferred: the longest chain first (.venv and the Slurm root, the
+# images, the EE image, then integration and Molecule), the Kubernetes tests as soon as the Go builds
+# are done, then the shorter steps, which fill the gaps at the end.
 GRAPH: tuple[Step, ...] = (
     Step("venv"),
-    Step("k8s-testbed"),
     Step("testbed"),
+    Step("k8s-testbed", background=True),
     Step("images"),
-    Step("compat-venvs"),
     Step("ee-image", ("venv", "images")),
-    Step("sanity-venvs", ("venv", "compat-venvs")),
     Step("integration-k8s", ("venv", "k8s-testbed", "testbed"), test=True),
     Step("integration", ("venv", "testbed", "ee-image"), test=True),
     Step("molecule", ("venv", "images"), test=True),
-    Step("compat", ("compat-venvs", "sanity-venvs"), test=True),
+    Step("units", ("venv",), test=True, cores=CORES),
+    Step("compat-venvs"),
+    Step("sanity-venvs", ("venv", "compat-venvs")),
+    Step("compat", ("compat-venvs", "sanity-venvs"), test=True, cores=CORES),
     Step("sanity", ("venv", "sanity-venvs"), test=True),
-    Step("units", ("venv",), test=True),
     Step("lint", ("venv",), test=True),
     Step("build", ("venv",), test=True),
 )
-# Two test steps at once: each keeps about one core busy (one pytest process, one Molecule
-# converge), beside a Go build that takes what is left.
-TEST_STEPS_AT_ONCE = 2
 
 
 def plan(graph: tuple[Step, ...], goal: str) -> tuple[Step, ...]:
@@ -91,6 +96,7 @@ def check_graph(graph: tuple[Step, ...]) -> None:
 class Outcome:
     status: str  # passed, FAILED, not run
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
 
 def minutes(seconds: float) -> str:
@@ -99,39 +105,43 @@ def minutes(seconds: float) -> str:
 
 
 class Runner:
-    """Runs a graph of steps with ``start(step) -> Popen-like`` (``poll()``, ``returncode``)."""
+    """Runs a graph of steps with ``start(step) -> process`` (``poll()``, ``returncode``, ``cpu_seconds``)."""
 
-    def __init__(self, steps: tuple[Step, ...], start: Callable[[Step], subprocess.Popen],
-                 say: Callable[[str], None], tests_at_once: int = TEST_STEPS_AT_ONCE,
+    def __init__(self, steps: tuple[Step, ...], start: Callable[[Step], "StepProcess"],
+                 say: Callable[[str], None], cores: int = CORES,
                  clock: Callable[[], float] = time.monotonic, wait: Callable[[], None] | None = None,
                  on_failure: Callable[[Step], None] | None = None):
         check_graph(steps)
         self.steps = steps
         self.start = start
         self.say = say
-        self.tests_at_once = tests_at_once
+        self.cores = cores
         self.clock = clock
         self.wait = wait or (lambda: time.sleep(0.5))
         self.on_failure = on_failure or (lambda step: None)
         self.outcomes: dict[str, Outcome] = {}
 
     def ready(self, running: dict) -> list[Step]:
-        tests_running = sum(1 for step in running if step.test)
+        """The steps to start now: their needs passed and, in the foreground, their cores are free.
+
+        A step that asks for more cores than are free waits (a later, smaller one may go first);
+        one that asks for more than the machine has runs when the foreground is empty."""
+        busy = sum(step.cores for step in running if not step.background)
         chosen = []
         for step in self.steps:
             if step.name in self.outcomes or step in running:
                 continue
             if not all(self.outcomes.get(need, Outcome("")).status == "passed" for need in step.needs):
                 continue
-            if step.test:
-                if tests_running >= self.tests_at_once:
+            if not step.background:
+                if busy and busy + step.cores > self.cores:
                     continue
-                tests_running += 1
+                busy += step.cores
             chosen.append(step)
         return chosen
 
     def run(self) -> bool:
-        running: dict[Step, tuple[subprocess.Popen, float]] = {}
+        running: dict[Step, tuple[StepProcess, float]] = {}
         failed = False
         started = self.clock()
         last_beat = started
@@ -141,24 +151,24 @@ class Runner:
                     continue
                 del running[step]
                 elapsed = self.clock() - since
-                if process.returncode == 0:
-                    self.outcomes[step.name] = Outcome("passed", elapsed)
+                status = "passed" if process.returncode == 0 else "FAILED"
+                self.outcomes[step.name] = Outcome(status, elapsed, process.cpu_seconds)
+                if status == "passed":
                     self.say(f"steps: {step.name} passed ({minutes(elapsed)})")
                 else:
-                    self.outcomes[step.name] = Outcome("FAILED", elapsed)
                     self.say(f"steps: {step.name} FAILED (exit {process.returncode}, {minutes(elapsed)})")
                     self.on_failure(step)
                     failed = True
             if not failed:
                 for step in self.ready(running):
-                    self.say(f"steps: started {step.name}")
+                    self.say(f"steps: started {step.name}" + (" (in the background)" if step.background else ""))
                     running[step] = (self.start(step), self.clock())
             if not running:
                 break
             now = self.clock()
             if running and now - last_beat >= HEARTBEAT_SECONDS:
                 last_beat = now
-                names = ", ".join(f"{step.name} ({minutes(now - since)})" for step, (_, since) in running.items())
+                names = ", ".join(f"{step.name} ({minutes(now - since)})" for step, (_process, since) in running.items())
                 self.say(f"steps: {minutes(now - started)} in; still running: {names}")
             self.wait()
         for step in self.steps:
@@ -170,10 +180,31 @@ def run_log(step: Step) -> Path:
     return OUTPUT / f"{step.name}.run.log"
 
 
-def start_make(step: Step) -> subprocess.Popen:
+class StepProcess:
+    """A started make target; ``poll()`` reaps it with wait4(2), which also gives its CPU time."""
+
+    def __init__(self, popen: subprocess.Popen):
+        self.popen = popen
+        self.returncode: int | None = None
+        self.cpu_seconds = 0.0
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status, usage = os.wait4(self.popen.pid, os.WNOHANG)
+            if pid:
+                # The CPU of make and every process it waited for (a container's, reparented to
+                # podman's conmon, is not in it).
+                self.cpu_seconds = usage.ru_utime + usage.ru_stime
+                self.returncode = self.popen.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def start_make(step: Step) -> StepProcess:
+    command = ["make", "-C", str(ROOT), step.name]
+    if step.background:
+        command = ["nice", "-n", "19", *command]
     with open(run_log(step), "wb") as log:
-        return subprocess.Popen(["make", "-C", str(ROOT), step.name], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT)
+        return StepProcess(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
 
 
 def print_tail(step: Step) -> None:
@@ -194,7 +225,8 @@ def summary(runner: Runner, total_seconds: float) -> list[str]:
             detail = step_summary.describe(step.name, step_summary.log_lines(OUTPUT / f"{step.name}.log"))
         else:
             detail = "built or up to date" if outcome.status == "passed" else f"see {run_log(step)}"
-        lines.append(f"{step.name:<16} {outcome.status:<7} {int(outcome.seconds):5d}s  {detail[:100]}")
+        lines.append(f"{step.name:<16} {outcome.status:<7} {int(outcome.seconds):5d}s  "
+                     f"cpu {int(outcome.cpu_seconds):5d}s  {detail[:100]}")
     tests = [OUTPUT / f"{step.name}.log" for step in runner.steps if step.test]
     if tests:
         lines.append(step_summary.total(tests))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +32,7 @@ class FakeProcess:
 
     def __init__(self, clock, seconds, returncode):
         self.clock, self.done_at, self.code, self.returncode = clock, clock.now + seconds, returncode, None
+        self.cpu_seconds = seconds / 2
 
     def poll(self):
         if self.clock.now >= self.done_at:
@@ -37,7 +40,7 @@ class FakeProcess:
         return self.returncode
 
 
-def run(steps, durations, failing=(), tests_at_once=2):
+def run(steps, durations, failing=(), cores=2):
     """Run ``steps`` with fake processes; returns the runner and the log of (time, event) it said."""
     clock = FakeClock()
     said = []
@@ -46,12 +49,12 @@ def run(steps, durations, failing=(), tests_at_once=2):
         return FakeProcess(clock, durations.get(step.name, 1), 1 if step.name in failing else 0)
 
     runner = Runner(tuple(steps), start, lambda line: said.append((clock.now, line)),
-                    tests_at_once=tests_at_once, clock=clock, wait=clock.tick)
+                    cores=cores, clock=clock, wait=clock.tick)
     return runner, runner.run(), said
 
 
 def started_at(said, name):
-    return next(when for when, line in said if line == f"steps: started {name}")
+    return next(when for when, line in said if line.startswith(f"steps: started {name}"))
 
 
 def test_a_step_starts_once_its_needs_passed_and_not_before():
@@ -65,19 +68,35 @@ def test_a_step_starts_once_its_needs_passed_and_not_before():
         ("slow-build", "quick-build", "needs-slow", "needs-quick"), "passed")
 
 
-def test_test_steps_share_the_machine_in_the_graph_order_and_builds_are_not_limited():
-    steps = [Step("build-a"), Step("build-b"), Step("t1", test=True), Step("t2", test=True), Step("t3", test=True)]
-    _, passed, said = run(steps, {"t1": 5, "t2": 3, "t3": 1}, tests_at_once=2)
+def test_the_foreground_steps_never_ask_for_more_cores_than_the_machine_has():
+    steps = [Step("one-a"), Step("one-b"), Step("all", cores=2, test=True), Step("one-c", test=True)]
+    _runner, passed, said = run(steps, {"one-a": 5, "one-b": 3, "all": 2, "one-c": 1})
     assert passed
-    assert started_at(said, "build-a") == started_at(said, "build-b") == 0
-    assert started_at(said, "t1") == started_at(said, "t2") == 0
-    assert started_at(said, "t3") == 3  # when t2 ended, not before
+    assert started_at(said, "one-a") == started_at(said, "one-b") == 0
+    # When one-b ends one core is free: the two-core step waits, the later one-core step goes first.
+    assert started_at(said, "one-c") == 3
+    assert started_at(said, "all") == 5  # once both cores are free, not before
+
+
+def test_a_step_that_asks_for_more_than_the_machine_has_runs_alone():
+    _runner, passed, said = run([Step("huge", cores=8), Step("small")], {"huge": 4}, cores=2)
+    assert passed
+    assert started_at(said, "huge") == 0 and started_at(said, "small") == 4
+
+
+def test_a_background_step_starts_when_ready_and_takes_no_cores():
+    steps = [Step("go", background=True), Step("a", cores=2), Step("b", ("go",), test=True)]
+    _runner, passed, said = run(steps, {"go": 6, "a": 3, "b": 1})
+    assert passed
+    assert started_at(said, "go") == started_at(said, "a") == 0
+    assert (0, "steps: started go (in the background)") in said
+    assert started_at(said, "b") == 6
 
 
 def test_after_a_failure_nothing_new_starts_the_running_steps_finish_and_the_rest_is_not_run():
     steps = [Step("build"), Step("fails", test=True), Step("long", test=True),
              Step("later", test=True), Step("needs-build", ("build",), test=True)]
-    runner, passed, said = run(steps, {"build": 2, "fails": 1, "long": 6}, failing={"fails"})
+    runner, passed, said = run(steps, {"build": 2, "fails": 1, "long": 6}, failing={"fails"}, cores=3)
     assert not passed
     statuses = {name: outcome.status for name, outcome in runner.outcomes.items()}
     assert statuses == {"build": "passed", "fails": "FAILED", "long": "passed", "later": "not run",
@@ -87,15 +106,15 @@ def test_after_a_failure_nothing_new_starts_the_running_steps_finish_and_the_res
 
 def test_a_failed_build_leaves_what_needs_it_not_run():
     steps = [Step("build"), Step("test", ("build",), test=True)]
-    runner, passed, _ = run(steps, {}, failing={"build"})
+    runner, passed, _said = run(steps, {}, failing={"build"})
     assert not passed
     assert runner.outcomes["test"].status == "not run"
 
 
 def test_a_long_run_says_what_still_runs(monkeypatch):
     monkeypatch.setattr(run_steps, "HEARTBEAT_SECONDS", 4.0)
-    _, _, said = run([Step("build"), Step("t", test=True)], {"build": 9, "t": 2})
-    beats = [line for _, line in said if "still running" in line]
+    _runner, _passed, said = run([Step("build"), Step("t", test=True)], {"build": 9, "t": 2})
+    beats = [line for _when, line in said if "still running" in line]
     assert beats[0] == "steps: 0 min 04 s in; still running: build (0 min 04 s)"
     assert len(beats) == 2
 
@@ -131,9 +150,19 @@ def test_the_summary_names_each_step_its_status_and_what_it_ran(tmp_path, monkey
     monkeypatch.setattr(run_steps, "OUTPUT", tmp_path)
     (tmp_path / "units.log").write_text("==== 7 passed, 1 skipped in 2.00s ====\n", encoding="utf-8")
     steps = [Step("venv"), Step("units", ("venv",), test=True), Step("lint", ("venv",), test=True)]
-    runner, _, _ = run(steps, {"venv": 3, "units": 2}, failing={"units"}, tests_at_once=1)
+    runner, _passed, _said = run(steps, {"venv": 4, "units": 2}, failing={"units"}, cores=1)
     lines = run_steps.summary(runner, 65)
-    assert lines[0].split() == ["venv", "passed", "3s", "built", "or", "up", "to", "date"]
-    assert lines[1].split()[:3] == ["units", "FAILED", "2s"] and lines[1].endswith("ran 7: 7 passed, 0 failed, 1 skipped")
+    assert lines[0].split() == ["venv", "passed", "4s", "cpu", "2s", "built", "or", "up", "to", "date"]
+    assert lines[1].split()[:5] == ["units", "FAILED", "2s", "cpu", "1s"]
+    assert lines[1].endswith("ran 7: 7 passed, 0 failed, 1 skipped")
     assert lines[2].split() == ["lint", "not", "run"]
     assert lines[-2:] == ["total: 7 passed, 0 failed, 1 skipped", "wall time: 1 min 05 s"]
+
+
+def test_a_step_process_reports_its_exit_code_and_the_cpu_it_used():
+    burn = "import sys, time\nend = time.process_time() + 0.2\nwhile time.process_time() < end: pass\nsys.exit(3)"
+    process = run_steps.StepProcess(subprocess.Popen([sys.executable, "-c", burn]))
+    while process.poll() is None:
+        os.waitid(os.P_PID, process.popen.pid, os.WEXITED | os.WNOWAIT)
+    assert process.returncode == 3
+    assert process.cpu_seconds >= 0.2
