@@ -66,7 +66,7 @@ COMPAT_SANITY_SKIP := --skip-test empty-init
 
 .PHONY: help setup preflight-host preflight-packages venv link system-packages testbed k8s-testbed ee-image compat-venvs sanity-venvs example test units integration integration-k8s \
         sanity lint build compat release-notes bench bench-topograph clean images molecule
-# Molecule scenarios of `make molecule` (molecule/<name>), in order.
+# Molecule scenarios of `make molecule` (extensions/molecule/<name>), in order.
 MOLECULE_SCENARIOS := slurm_cluster imex
 
 help:

@@ -3,16 +3,18 @@
     python tools/run_steps.py setup    # the builds only (the Go builds, the Slurm root, images, venvs)
     python tools/run_steps.py test     # the builds and every test step
 
-On the 2-core reference machine the run is bound by CPU: run one after another the steps took 55
-minutes cold, and all started as soon as they were ready (five builds and two test steps at once)
-they took 68: every step ran five times slower (the machine had no idle CPU for an hour) and the
-test beds' daemons lived all the longer. So the steps in the foreground share the cores:
-each says how many it keeps busy (``cores``) and together they never ask for more than the machine
-has. The Go builds of the Kubernetes test bed (both cores for about 15 minutes, needed only by the
-Kubernetes integration tests) run in the background at the lowest CPU priority: they take what the
-foreground leaves idle (network waits, dpkg, a test waiting on a daemon) instead of slowing it. Every
-step is a make target of the Makefile (the one place that says how it runs); this file only says
-what needs what, how many cores it uses, and in which order ready steps are preferred.
+On the 2-core reference machine the run is bound by CPU (cold, the steps' own processes use well over
+100 CPU-minutes, containers not counted): one step after another it took 55 minutes cold; with every
+ready step started at once, 68; with integration and Molecule side by side beside the Go build, 63
+minutes before it had run all its steps. Side by side, each of those two took two and a half times
+as long as alone. So the steps in the foreground share the cores: each says how many it keeps busy
+(``cores``; integration, Molecule, units and compat keep both busy, and so run alone), and together
+they never ask for more than the machine has. The Go builds of the Kubernetes test bed (about 33
+CPU-minutes, needed only by the Kubernetes integration tests) run in the background under
+``nice -n 19``: they start at once and take what the foreground leaves idle (downloads, dpkg, a test
+waiting on a daemon). Every step is a make target of the Makefile (the one place that says how it
+runs); this file only says what needs what, how many cores it uses, and in which order ready steps
+are preferred.
 
 Each step's output goes to ``tests/output/<step>.run.log`` (a pytest step also writes its own
 ``<step>.log``, which the summary reads); the terminal gets one line per start and end, a line every
@@ -60,9 +62,9 @@ GRAPH: tuple[Step, ...] = (
     Step("k8s-testbed", background=True),
     Step("images"),
     Step("ee-image", ("venv", "images")),
-    Step("integration-k8s", ("venv", "k8s-testbed", "testbed"), test=True),
-    Step("integration", ("venv", "testbed", "ee-image"), test=True),
-    Step("molecule", ("venv", "images"), test=True),
+    Step("integration-k8s", ("venv", "k8s-testbed", "testbed"), test=True, cores=CORES),
+    Step("integration", ("venv", "testbed", "ee-image"), test=True, cores=CORES),
+    Step("molecule", ("venv", "images"), test=True, cores=CORES),
     Step("units", ("venv",), test=True, cores=CORES),
     Step("compat-venvs"),
     Step("sanity-venvs", ("venv", "compat-venvs")),
