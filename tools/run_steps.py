@@ -47,7 +47,7 @@ class Step:
     name: str
     needs: tuple[str, ...] = ()
     test: bool = False  # part of `make test` only; the others are `make setup`
-    cores: int = 1  # how many cores it keeps busy while it runs (pytest-xdist's one worker per core: all)
+    cores: int = 1  # how many cores it keeps busy while it runs (CORES: it alone fills the machine)
     background: bool = False  # runs at the lowest CPU priority and does not count against the cores
 
 
