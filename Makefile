@@ -237,10 +237,10 @@ units: venv link
 # The integration tests in two steps, so that the ones that need no Kubernetes test bed run while
 # it builds: `make integration integration-k8s` is the whole integration suite.
 integration: venv link
-	$(call pytest,--durations=15 -m "not k8s" tests/integration,integration)
+	$(call pytest,--durations=15 --cpu-durations=15 -m "not k8s" tests/integration,integration)
 
 integration-k8s: venv link
-	$(call pytest,--durations=15 -m k8s tests/integration,integration-k8s)
+	$(call pytest,--durations=15 --cpu-durations=15 -m k8s tests/integration,integration-k8s)
 
 # Every scenario of MOLECULE_SCENARIOS through `molecule test` (create, converge, idempotence,
 # verify, destroy) with the project's podman configuration; skipped, loudly, only where podman

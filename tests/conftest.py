@@ -12,6 +12,8 @@
   ``deadline=None`` as well).
 * ``segment_capacity_result``: fresh segment_capacity results, for the report's unit, hostile and
   browser tests.
+* ``--cpu-durations=N`` lists the N tests that used the most CPU, their child processes included
+  (tests/cpu_time.py); not with pytest-xdist, whose workers keep their own counts.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.cpu_time import Stopwatch, report
 
 # Both are timing thresholds: a loaded 2-core machine would fail a correct property.
 settings.register_profile("aifactory", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,3 +111,31 @@ def segment_capacity_result():
     result["fabric"] = fabric(topology, blocks)
     result["summary"]["warnings"] = ["a <warning>"]
     return lambda: copy.deepcopy(result)
+
+
+# -- CPU time per test (tests/cpu_time.py) ----------------------------------------------------------
+
+CPU_COSTS = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
+                     help="list the N tests that used the most CPU (their own and their child processes')")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+    if not item.config.getoption("cpu_durations"):
+        yield
+        return
+    started = Stopwatch()
+    yield  # setup, call and teardown
+    item.config.stash.setdefault(CPU_COSTS, []).append(started.cost(item.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    count = config.getoption("cpu_durations")
+    if count:
+        terminalreporter.write_sep("=", f"most CPU, top {count}")
+        for line in report(config.stash.get(CPU_COSTS, []), count):
+            terminalreporter.write_line(line)

@@ -335,12 +335,16 @@ def test_k8s_mode_creates_the_channel_device_and_no_peer_list(cluster):
     no_driver = cluster.root / "proc-devices-without-imex"
     no_driver.write_text("Character devices:\n  1 mem\n")
     cluster.hosts["gb200-r02-n10"]["imex_proc_devices_path"] = str(no_driver)
+    # The three hosts the assertions read (a member, a member without the driver, the service node):
+    # k8s mode writes no peer list, so the other members would only repeat gb200-r01-n1, at about 0.4
+    # CPU-seconds a task each (docs/testing.md, "Where the test steps' CPU goes").
+    limit = ("--limit", f"localhost,gb200-r01-n1,gb200-r02-n10,{SERVICE}")
 
-    check = cluster.run("--check")
+    check = cluster.run("--check", *limit)
     assert check.returncode == 0, check.output
     assert not (cluster.root / "hosts").exists() and not list(cluster.root.glob("modprobe-*"))  # nothing at all
 
-    result = cluster.run()
+    result = cluster.run(*limit)
     assert result.returncode == 0, result.output
     channel = cluster.root / "hosts" / "gb200-r01-n1" / "dev" / "channels" / "channel0"
     info = channel.lstat()
@@ -353,12 +357,12 @@ def test_k8s_mode_creates_the_channel_device_and_no_peer_list(cluster):
     assert f"not created: {no_driver} has no nvidia-caps-imex-channels" in result.stdout
     assert not (cluster.root / "hosts" / "gb200-r02-n10" / "dev" / "channels" / "channel0").exists()
 
-    again = cluster.run()
+    again = cluster.run(*limit)
     assert again.returncode == 0 and set(changed(again).values()) == {0}, again.stdout
 
     # After a driver change the major number differs: the stale device is replaced.
     devices.write_text(devices.read_text().replace("241 nvidia-caps", "242 nvidia-caps"))
-    result = cluster.run()
+    result = cluster.run(*limit)
     assert result.returncode == 0, result.output
     assert os.major(channel.lstat().st_rdev) == 242
     assert changed(result, ["gb200-r01-n1"]) == {"gb200-r01-n1": 2}  # removed, created
