@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 
 
-def cpu_seconds(getrusage=resource.getrusage):
+def cpu_seconds():
     """User plus system CPU seconds of this process and of its waited-for children."""
     return sum(usage.ru_utime + usage.ru_stime
-               for usage in (getrusage(resource.RUSAGE_SELF), getrusage(resource.RUSAGE_CHILDREN)))
+               for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 @dataclass(frozen=True)
