@@ -350,10 +350,6 @@ def main(argv):
     if reason:
         print(f"k8s_labels benchmark needs the test bed: {reason}", file=sys.stderr)
         return 3
-    reason = args.scheduler_topology and k8s_testbed.kueue_unavailable_reason()
-    if reason:
-        print(f"--scheduler-topology needs Kueue's module: {reason}", file=sys.stderr)
-        return 3
     rows = measure(args)
     for row in rows:
         if row["case"].startswith("kubernetes.core") and row["nodes"]:
