@@ -20,7 +20,7 @@ REQUIREMENTS := tests/requirements.txt requirements.txt
 COLLECTIONS := $(ROOT)/.collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/aifactory/topology
 OUTPUT := $(ROOT)/tests/output
-# Debian packages the Slurm test bed (debootstrap, lua5.4), the shellcheck sanity test and the
+# Debian packages the Slurm test bed (debootstrap, lua5.1), the shellcheck sanity test and the
 # segment report's browser test (chromium, headless) need, and podman for the Molecule scenarios
 # and the execution environment (runc: crun fails on hybrid cgroup hosts; netavark +
 # aardvark-dns: the scenarios' networks, and iptables, which netavark calls to set up every
@@ -31,9 +31,10 @@ OUTPUT := $(ROOT)/tests/output
 # openjdk-17-jre-headless: ansible-rulebook's rule engine (drools, through drools_jpy) for the EDA tests.
 # busybox-static: the preflight's tiny container (tools/preflight.py); git: the AWX tests' project sync
 # and the release notes. prometheus (with promtool) and prometheus-node-exporter: the alert rules and
-# the metrics against the real thing (tests/integration/test_prometheus.py).
+# the metrics against the real thing (tests/integration/test_prometheus.py). python3-venv: Debian's own
+# python3 makes no virtual environment with pip without it (.venv, the compat and sanity environments).
 APT_PACKAGES := debootstrap lua5.1 shellcheck chromium openjdk-17-jre-headless podman runc netavark aardvark-dns iptables \
-                busybox-static git prometheus prometheus-node-exporter
+                busybox-static git prometheus prometheus-node-exporter python3-venv
 SLURM_CACHE := $(or $(AIFACTORY_CACHE),/var/cache/aifactory-topology)
 # Measured cold build time of the Kubernetes test bed, for the setup message (docs/testing.md).
 K8S_COLD_MINUTES := 7
@@ -48,7 +49,8 @@ export ANSIBLE_NOCOLOR := 1
 endif
 # Where a suite cannot run here: outside CI it is skipped, loudly; under CI=true that is a failure,
 # since a green CI run must mean every suite ran.
-SKIP_OR_FAIL := $(if $(filter-out 0 false no,$(CI)),echo "* CI=true: a suite that cannot run fails the run"; exit 1,true)
+# CI is read as tools/ci_mode.py reads it: set unless empty, 0, false or no, in any case.
+SKIP_OR_FAIL := $(if $(filter-out 0 false no,$(shell printf '%s' '$(CI)' | tr A-Z a-z)),echo "* CI=true: a suite that cannot run fails the run"; exit 1,true)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # ansible-rulebook (EDA tests, docs/event-driven.md) loads the JVM from JAVA_HOME.
 JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-*))
@@ -323,7 +325,8 @@ compat-venvs:
 	@mkdir -p "$(COMPAT_VENVS)"
 	@cd "$(ROOT)"; for core in $(COMPAT_CORE); do \
 	  venv="$(COMPAT_VENVS)/ansible-core-$$core"; \
-	  reqs=("ansible-core==$$core.*" "pytest>=9.0,<10" "pytest-xdist>=3.6,<4" "hypothesis>=6.170,<7" -r requirements.txt); \
+	  reqs=("ansible-core==$$core.*" "pytest>=9.0,<10" "pytest-xdist>=3.6,<4" "pytest-timeout>=2.3,<3" "hypothesis>=6.170,<7" \
+	        -r requirements.txt); \
 	  exec 9>"$$venv.lock"; flock 9; \
 	  want=$$( { printf '%s\n' "$${reqs[@]}"; cat requirements.txt; } | sha256sum | cut -d' ' -f1); \
 	  if [ "$$(cat "$$venv/.requirements.sha256" 2>/dev/null)" != "$$want" ]; then \

@@ -8,7 +8,8 @@ package to install, instead of a failure minutes into a build:
   makes .venv, root (the Slurm test bed, podman and apt need it), Go for the Kubernetes test bed,
   and free disk for the caches. Runs before ``apt-get``.
 * ``python tools/preflight.py packages``: after `make system-packages`: every command the suite
-  calls from a Debian package answers (``--version``), Java is new enough for ansible-rulebook, and
+  calls from a Debian package answers (``--version``), the Python makes a virtual environment with
+  pip (Debian's needs python3-venv), Java is new enough for ansible-rulebook, and
   podman runs a tiny container (busybox, imported once) on a bridge network of its own, which needs
   runc, conmon, netavark, aardvark-dns and iptables to work together.
 
@@ -32,12 +33,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ci_mode  # noqa: E402
 import k8s_testbed  # noqa: E402
 from slurm_testbed import cache_dir  # noqa: E402
 
 MIN_PYTHON = (3, 11)
 MIN_JAVA = 17
 JAVA_PACKAGE = "openjdk-17-jre-headless"
+# Debian's own python3 cannot make a virtual environment with pip without it (no ensurepip).
+VENV_PACKAGE = "python3-venv"
 # The caches (Slurm root, Kubernetes test bed, images, compat venvs) take about 5 GB; builds need room beside them.
 MIN_FREE_GB = 10
 # Seconds any one probe may take: a probe that hangs is a failed probe, not a hung setup.
@@ -178,8 +182,21 @@ def check_container(report: Report) -> None:
 
 def check_packages(report: Report) -> None:
     check_commands(report)
+    check_venv(report)
     check_java(report)
     check_container(report)
+
+
+def check_venv(report: Report, python: str = sys.executable) -> None:
+    """Make a throw-away virtual environment with pip, as `make venv` and the compat environments do."""
+    with tempfile.TemporaryDirectory(prefix="aifactory-preflight-venv.") as scratch:
+        done = probe([python, "-m", "venv", os.path.join(scratch, "venv")])
+    if isinstance(done, str) or done.returncode != 0:
+        problem = done if isinstance(done, str) else f"exit {done.returncode}: {first_line(done)}"
+        report.missing("venv", f"{python} -m venv: {problem}; apt-get install {VENV_PACKAGE} (.venv, the compat "
+                       "environments and ansible-test's sanity environments; the Makefile's APT_PACKAGES lists it)")
+    else:
+        report.ok("venv", f"{python} -m venv makes an environment with pip")
 
 
 def container_problem() -> str | None:
@@ -234,7 +251,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[1] not in stages:
         print(f"usage: {argv[0]} {'|'.join(stages)}", file=sys.stderr)
         return 2
-    report = Report(ci=os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+    report = Report(ci=ci_mode.under_ci())
     stages[argv[1]](report)
     if report.failed:
         print(f"preflight: FAILED ({argv[1]}): install what is MISSING above, then run make again")

@@ -20,7 +20,7 @@ def apt_packages():
 
 
 def test_every_package_make_setup_installs_is_probed():
-    probed = {package for _argv, package, _why in preflight.COMMANDS} | {preflight.JAVA_PACKAGE}
+    probed = {package for _argv, package, _why in preflight.COMMANDS} | {preflight.JAVA_PACKAGE, preflight.VENV_PACKAGE}
     assert apt_packages() == probed
 
 
@@ -61,3 +61,22 @@ def test_the_host_stage_reports_python_and_disk(capsys):
     preflight.check_host(report)
     out = capsys.readouterr().out
     assert "ok       python" in out and "disk" in out
+
+
+def test_a_python_that_makes_a_virtual_environment_passes(capsys):
+    report = preflight.Report(ci=True)
+    preflight.check_venv(report)  # this interpreter, as `make venv` runs it
+    assert not report.failed
+    assert "ok       venv: " in capsys.readouterr().out
+
+
+def test_a_python_without_venv_names_python3_venv(tmp_path, capsys):
+    # What Debian's python3 says without python3-venv, from a stand-in interpreter that fails the same way.
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\necho 'ensurepip is not available.' >&2\nexit 1\n")
+    python.chmod(0o755)
+    report = preflight.Report(ci=False)
+    preflight.check_venv(report, str(python))
+    out = capsys.readouterr().out
+    assert report.failed
+    assert "MISSING  venv: " in out and "ensurepip is not available" in out and "apt-get install python3-venv" in out
