@@ -65,7 +65,8 @@ if not FOUND:
     os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", str(COLLECTIONS))
 
 
-import ci_mode  # noqa: E402  # pylint: disable=wrong-import-position,wrong-import-order  (tools/, on sys.path above)
+# tools/ is on sys.path (above), so ci_mode imports only now.
+import ci_mode  # noqa: E402  # pylint: disable=wrong-import-position,wrong-import-order
 
 CI = ci_mode.under_ci()
 CI_SKIP = "skipped under CI=true, where every suite must run: "
