@@ -12,7 +12,8 @@ params:
                         -> node name, for HCAs whose description does not carry the node's name
   node_facts:           node -> its ``topology_node`` fact (aifactory.topology.topology_facts): each
                         HCA GUID a node reported is that node's, whatever its description says;
-                        ``node_map`` wins where both name one HCA
+                        ``node_map`` wins where both name one HCA. Each node writes its own facts:
+                        unusable ones, or a GUID two nodes report, quarantine the node (``facts_node_map``)
   switches:             ``{include: [regex], exclude: [regex]}`` on switch names (display name or GUID id,
                         matched whole): excluded switches leave the fabric at every tier; with include,
                         only matching switches are leaves (Topograph's ``switchSelector``)
@@ -41,7 +42,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import NameSelector
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, check_name, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory_vars import _expand
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
@@ -228,49 +229,93 @@ def discover(params, creds, warn):
         if not isinstance(key, str) or not isinstance(value, str):
             raise TopologyError(f"params.node_map: {clip(key)}: {clip(value)} must map a GUID or host name "
                                 "(a string) to a node name (a string)")
-    guids = facts_node_map(params.get("node_facts"))
+    topology = Topology()  # a node whose own facts are unusable is quarantined before the fabric is read
+    guids = facts_node_map(params.get("node_facts"), topology, wanted)
     guids.update({_guid_key(k): v for k, v in node_map.items()})
     switch_selector = NameSelector.from_params(params.get("switches"), "params.switches")
     hca_selector = NameSelector.from_params(params.get("hcas"), "params.hcas")
     fabric = Fabric()
     for source, text in _outputs(params):
         parse(text, source, fabric)
-    return build(fabric, wanted, guids, warn, switch_selector, hca_selector)
+    return build(fabric, wanted, guids, warn, switch_selector, hca_selector, topology)
 
 
-def facts_node_map(node_facts):
-    """HCA GUID (``_guid_key`` form) -> node, from each node's gathered ``topology_node`` fact."""
+def facts_node_map(node_facts, topology, wanted=None):
+    """HCA GUID (``_guid_key`` form) -> node, from each node's gathered ``topology_node`` fact.
+
+    Root on each host writes that host's facts, so they are one node's data, never the whole input's:
+    facts that are not a ``topology_node`` fact with its ``infiniband`` list, an HCA entry that is not a
+    mapping, a ``node_guid`` that is not a GUID, or a node key the name rule refuses quarantine that node in
+    ``topology`` and the rest are read. With ``wanted``, only its nodes' facts are read (no other becomes a node).
+    A GUID in the facts of two nodes quarantines every claimant and names no HCA: an HCA is in one host,
+    so one of them reports what it does not have, and the controller cannot tell which from the facts
+    (keeping the first, or either, would let a host take another's HCA and its place in the tree).
+    ``node_facts`` that is not a mapping is the whole input's problem: a TopologyError.
+    """
     if node_facts is None:
         return {}
     if not isinstance(node_facts, dict):
         raise TopologyError("params.node_facts must map each node to its topology_node fact")
-    owners = {}
+    claims = {}  # GUID -> {node: field} of every node whose facts report it
     for node, facts in node_facts.items():
-        where = f"params.node_facts.{node}"
-        hcas = facts.get("infiniband") if isinstance(facts, dict) else None
-        if not isinstance(hcas, list):
-            raise TopologyError(f"{where} must be the node's topology_node fact, with its infiniband list "
-                                "(gathered by aifactory.topology.topology_facts)")
-        for index, hca in enumerate(hcas):
-            if not isinstance(hca, dict):
-                raise TopologyError(f"{where}.infiniband[{index}] must be a mapping")
-            if not hca.get("node_guid"):
-                continue
-            key = _guid_key(str(hca["node_guid"]))
-            if owners.get(key, node) != node:
-                raise TopologyError(f"HCA {hca['node_guid']} is in the gathered facts of both {owners[key]} and {node}")
-            owners[key] = str(node)
+        node = str(node)
+        if wanted is not None and node not in wanted:
+            continue  # never a node: its facts name no HCA, nor dispute a cluster node's
+        with topology.per_node(node, "infiniband"):
+            for key, field in _reported_guids(node, facts).items():
+                claims.setdefault(key, {})[node] = field
+    owners = {}
+    for key, claimants in claims.items():
+        if len(claimants) == 1:
+            owners[key] = next(iter(claimants))
+            continue
+        # Each reason in constant time, never a list of all claimants: a cloned image gives thousands one GUID.
+        first, second = list(claimants)[:2]
+        more = f" and {len(claimants) - 2} more" if len(claimants) > 2 else ""
+        nobody = "neither" if len(claimants) == 2 else "none of them"
+        for node, field in claimants.items():
+            topology.quarantine(node, "infiniband", f"{field}: HCA 0x{key} is also in the gathered facts of "
+                                                    f"{second if node == first else first}{more}; an HCA is in one "
+                                                    f"host, so {nobody} can be trusted to own it")
     return owners
 
 
-def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, hca_selector=None):
+def _reported_guids(node, facts):
+    """GUID -> the field that reports it, of one node's facts; a NodeDataError naming the node and field."""
+    problem = name_problem(node)
+    if problem is not None:
+        raise NodeDataError(f"params.node_facts: node {problem}")
+    where = f"params.node_facts.{node}"
+    hcas = facts.get("infiniband") if isinstance(facts, dict) else None
+    if not isinstance(hcas, list):
+        raise NodeDataError(f"{where} must be the node's topology_node fact, with its infiniband list "
+                            f"(gathered by aifactory.topology.topology_facts), got {clip(facts)}")
+    reported = {}
+    for index, hca in enumerate(hcas):
+        field = f"{where}.infiniband[{index}]"
+        if not isinstance(hca, dict):
+            raise NodeDataError(f"{field} must be a mapping, got {clip(hca)}")
+        value = hca.get("node_guid")
+        if value is None or value == "":
+            continue  # sysfs had no readable node_guid there: the HCA names no node
+        match = _GUID.match(value) if isinstance(value, str) else None
+        if match is None:
+            raise NodeDataError(f"{field}.node_guid must be an HCA GUID (16 hex digits, as in 0xe09d73030037311c), "
+                                f"got {clip(value)}")
+        reported.setdefault(match.group(1).lower(), f"{field}.node_guid")
+    return reported
+
+
+def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, hca_selector=None, topology=None):
     """The Topology of a parsed fabric: leaves with cluster HCAs, tiers above, collapsed.
 
     ``node_map`` keys are GUIDs in ``_guid_key`` form or described host names;
-    ``switch_selector`` and ``hca_selector`` are ``_patterns.NameSelector`` (or None).
+    ``switch_selector`` and ``hca_selector`` are ``_patterns.NameSelector`` (or None);
+    ``topology``, one to build in: the HCAs of the nodes quarantined there already put them under no switch.
     """
     warn = warn or (lambda message: None)
     node_map = node_map or {}
+    topology = topology if topology is not None else Topology()
     every_switch = fabric.of_kind("Switch")
     switch_systems = {device.system_guid for device in every_switch.values() if device.system_guid}
     names = {}
@@ -300,6 +345,8 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
         if name in _PLACEHOLDER_HOSTS:
             placeholders.add(name)
             continue
+        if name in topology.quarantined:
+            continue  # its own facts were unusable: it stays out, whatever its HCAs say
         hca_name = _hca_name(hca.description)
         if switch_selector is not None:
             attached = [leaf for leaf in attached if switch_selector.included(leaf, names.get(leaf))]
@@ -332,7 +379,6 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
           for sid in switches}
     tiers = _merger.collapse(_merger.tiers_bottom_up(leaves, up), warn)
     names = {sid: name for sid, name in names.items() if sid in switches}
-    topology = Topology()
     for name, reason in refused.items():
         topology.quarantine(name, "infiniband", reason)
     topology = _merger.add_tree(topology, tiers, names)
@@ -345,11 +391,12 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
     if not topology.nodes and (switch_selector is not None or hca_selector is not None):
         raise TopologyError("params.switches and params.hcas leave no HCA of a cluster node on a selected leaf "
                             "switch; check the patterns against the switch names and HCA names of the output")
-    if not topology.nodes:
+    if not topology.nodes and not topology.quarantined:  # else validate() names the quarantined nodes
         raise TopologyError("no HCA in the ibnetdiscover output belongs to a node of params.nodes "
                             "(check the node names against the HCAs' node descriptions, or use params.node_map)"
                             if wanted is not None else "no HCA in the ibnetdiscover output names a host")
-    missing = sorted(wanted - set(topology.nodes), key=hostlist.natural_key) if wanted is not None else []
+    missing = [] if wanted is None else sorted(wanted - set(topology.nodes) - set(topology.quarantined),
+                                               key=hostlist.natural_key)
     if missing:
         warn(f"{len(missing)} nodes have no HCA in the ibnetdiscover output and get no switch: "
              f"{hostlist.compress(missing)}")

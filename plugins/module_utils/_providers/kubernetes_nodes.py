@@ -16,6 +16,9 @@ model's node name; nodes without it keep their Kubernetes name; an empty string 
 Kubernetes name). creds: the Kubernetes connection options (``kubeconfig``, ``context``, ``host``,
 ``api_key``, ``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``), each falling back
 to its ``K8S_AUTH_*`` variable.
+
+Whoever may annotate or label a Node writes its data: an instance annotation or a label value the name rule
+refuses (or a gap in a node's tiers) quarantines that node (``Topology.per_node``); the others are mapped.
 """
 
 from __future__ import annotations
@@ -36,9 +39,28 @@ ON_MISSING_LABEL = _specs.ON_MISSING_LABEL
 SWITCH_IDS = _specs.SWITCH_IDS
 
 
+class ClusterNode:
+    """One listed Node: ``name`` in the model (its instance annotation, else its Kubernetes name), ``value`` (its
+    labels, or the listed object), ``refused``: why the annotation cannot be a node name (that node is quarantined
+    when it carries topology data), else None."""
+
+    __slots__ = ("name", "kubernetes_name", "value", "refused")
+
+    def __init__(self, name, kubernetes_name, value, refused=None):
+        self.name = name
+        self.kubernetes_name = kubernetes_name
+        self.value = value
+        self.refused = refused
+
+    @property
+    def shown(self):
+        """How messages and warnings name the node: its model name, or its Kubernetes name when that one is refused."""
+        return self.kubernetes_name if self.refused else self.name
+
+
 def list_cluster_nodes(params, creds, client=None, items=False, status=False):
-    """[(model node name, labels)] for the listed Nodes (``items``: the listed object instead of its labels:
-    its metadata, and its status too with ``status``); duplicate model names are an error."""
+    """[ClusterNode] for the listed Nodes (``items``: the listed object instead of its labels: its metadata, and its
+    status too with ``status``); two Nodes that map to one valid model name are an error."""
     if client is None:
         client = _k8s.K8sClient.from_auth(creds, timeout=params.get("request_timeout") or 60.0)
     selector = _k8s.selector_string(params.get("node_selector"), "params.node_selector")
@@ -48,12 +70,17 @@ def list_cluster_nodes(params, creds, client=None, items=False, status=False):
         metadata = item.get("metadata") or {}
         name = metadata["name"]
         instance = ((metadata.get("annotations") or {}).get(annotation) or "").strip() if annotation else ""
+        value = item if items else metadata.get("labels") or {}
+        problem = name_problem(instance) if instance else None
+        if problem is not None:  # whoever may annotate the Node wrote it: that node's problem, not the run's
+            result.append(ClusterNode(instance, name, value, f"node {name} annotation {annotation}: {problem}"))
+            continue
         model_name = instance or name
         if model_name in seen:
             raise TopologyError(f"nodes {seen[model_name]!r} and {name!r} both map to {model_name!r} "
                                 f"(annotation {annotation})")
         seen[model_name] = name
-        result.append((model_name, item if items else metadata.get("labels") or {}))
+        result.append(ClusterNode(model_name, name, value))
     return result
 
 
@@ -63,13 +90,18 @@ def discover_dra(params, creds, warn, client=None):
     topology = Topology()
     listed = list_cluster_nodes(params, creds, client)
     without = []
-    for name, labels in listed:
-        domain = (labels.get(label) or "").strip()
-        if domain:
-            topology.add_node(name, domain=domain, source=f"node {name} label {label}")
-        else:
-            without.append(name)
-    if not topology.nodes:
+    for node in listed:
+        domain = (node.value.get(label) or "").strip()
+        if not domain:
+            without.append(node.shown)
+            continue
+        # An instance annotation or a label value the name rule refuses quarantines that node.
+        with topology.per_node(node.name, "dra"):
+            if node.refused:
+                raise NodeDataError(node.refused)
+            _check_label_values(node.name, [(domain, label)])
+            topology.add_node(node.name, domain=domain, source=f"node {node.name} label {label}")
+    if not topology.nodes and not topology.quarantined:  # all quarantined: discover reports them by name
         raise TopologyError(f"no listed node has the label {label!r} ({len(listed)} nodes listed"
                             + (" with node_selector" if params.get("node_selector") else "") + ")")
     if without:
@@ -144,12 +176,11 @@ def _tier_path(name, labels, keys, on_missing):
     raise NodeDataError(problem + "; tiers must start at tier 0 with no gap")
 
 
-def _check_label_values(name, path, keys, domain, sub_domain, domain_label, sub_label):
-    """A NodeDataError naming the label when one of the node's values cannot be a switch or domain name."""
-    values = [(value, keys.fabric_key(tier)) for tier, value in enumerate(path)]
-    values += [(value, label) for value, label in ((domain, domain_label), (sub_domain, sub_label)) if value is not None]
+def _check_label_values(name, values):
+    """A NodeDataError naming the label when one of the node's ``(value, label)`` pairs (None: no value) cannot be a
+    switch or domain name."""
     for value, label in values:
-        problem = name_problem(value)
+        problem = name_problem(value) if value is not None else None
         if problem is not None:
             raise NodeDataError(f"node {name} label {label}: {problem}")
 
@@ -168,29 +199,34 @@ def discover_node_labels(params, creds, warn, client=None):
     topology = Topology()
     listed = list_cluster_nodes(params, creds, client, items=True, status=bool(params.get("require_ready")))
     without, skipped, not_ready, deleted = [], [], [], []
-    for name, item in listed:
+    for node in listed:
+        name, item = node.name, node.value
         if _being_deleted(item):
-            deleted.append(name)
+            deleted.append(node.shown)
             continue
         if params.get("require_ready") and not _is_ready(item):
-            not_ready.append(name)
+            not_ready.append(node.shown)
             continue
         labels = (item.get("metadata") or {}).get("labels") or {}
         path, domain, sub_domain, quarantined = None, None, None, True
-        # A gap in one node's tiers, or a tier or domain value the name rule refuses, quarantines that node.
+        # A gap in one node's tiers, or an instance annotation, tier or domain value the name rule refuses,
+        # quarantines that node.
         with topology.per_node(name, "node_labels"):
-            path = _tier_path(name, labels, keys, on_missing)
+            path = _tier_path(node.shown, labels, keys, on_missing)
             domain = (labels.get(keys.accelerator_label) or "").strip() or None
             sub_domain = (labels.get(sub_label) or "").strip() or None if domain else None
-            _check_label_values(name, path or [], keys, domain, sub_domain, keys.accelerator_label, sub_label)
+            if node.refused and path is not None and (path or domain is not None):
+                raise NodeDataError(node.refused)  # only a node the map would hold
+            _check_label_values(name, [(value, keys.fabric_key(tier)) for tier, value in enumerate(path or [])]
+                                + [(domain, keys.accelerator_label), (sub_domain, sub_label)])
             quarantined = False
         if quarantined:
             continue
         if path is None:
-            skipped.append(name)
+            skipped.append(node.shown)
             continue
         if not path and domain is None:
-            without.append(name)
+            without.append(node.shown)
             continue
         if switch_ids == "topograph":
             path = [topograph_switch_id(path[tier:]) for tier in range(len(path))]
@@ -198,12 +234,11 @@ def discover_node_labels(params, creds, warn, client=None):
             topology.add_switch(switch, path[tier + 1] if tier + 1 < len(path) else None,
                                 source=f"node {name} label {keys.fabric_key(tier)}")
         topology.add_node(name, path[0] if path else None, domain, sub_domain, source=f"node {name}")
-    if not topology.nodes:
+    if not topology.nodes and not topology.quarantined:  # all quarantined: discover reports them by name
         raise TopologyError(f"no listed node has topology labels ({len(listed)} nodes listed"
                             + (f", {len(deleted)} being deleted" if deleted else "")
                             + (f", {len(not_ready)} not Ready" if not_ready else "")
-                            + (f", {len(skipped)} missing a tier label" if skipped else "")
-                            + (f", {len(topology.quarantined)} quarantined" if topology.quarantined else "") + ")")
+                            + (f", {len(skipped)} missing a tier label" if skipped else "") + ")")
     if deleted:
         warn(f"{len(deleted)} nodes are being deleted and are left out: {hostlist.compress(deleted)}")
     if not_ready:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, infiniband
 
 from ...conftest_paths import FIXTURES
@@ -123,3 +126,111 @@ def test_unknown_params_and_missing_input_are_errors():
         run({})
     with pytest.raises(TopologyError, match="no HCA in the ibnetdiscover output belongs to a node of params.nodes"):
         run({"ibnetdiscover": {"n": GOOD}, "nodes": "gpu[01-02]"})  # a naming mismatch, not an empty fabric
+
+
+# -- params.node_facts: each node writes its own, so one node's bad facts quarantine that node ----------------
+
+B05 = "b05-p1-dgx-05-c[01-18]"  # one scalable unit: its four rail leaves collapse into S-2c5eab0300c26040
+B05_LEAF = "S-2c5eab0300c26040"
+
+
+def facts(*guids):
+    """A node's topology_node fact as topology_facts gathers it (sysfs GUIDs read as 0x...)."""
+    return {"hostname": "x", "infiniband": [{"device": f"mlx5_{index}", "node_guid": guid, "ports": []}
+                                            for index, guid in enumerate(guids)]}
+
+
+GOOD_FACTS = {"b05-p1-dgx-05-c01": facts("0xe09d730300233b10", "0xe09d730300233b14"),  # its HCA-1 and HCA-2
+              "b05-p1-dgx-05-c03": facts()}
+
+
+@pytest.mark.parametrize("bad, reason", [
+    ("x" * 500, r"^params.node_facts.b05-p1-dgx-05-c02 must be the node's topology_node fact, with its infiniband "
+                r"list \(gathered by aifactory.topology.topology_facts\), got 'x{60}'... \(500 characters\)$"),
+    ({"hostname": "b05-p1-dgx-05-c02", "nvlink": {}},  # gathered without infiniband
+     r"^params.node_facts.b05-p1-dgx-05-c02 must be the node's topology_node fact, .* got <dict>$"),
+    ({"infiniband": [{"node_guid": "0xe09d7303002324f0"}, "mlx5_1\nSwitchName=evil"]},
+     r"^params.node_facts.b05-p1-dgx-05-c02.infiniband\[1\] must be a mapping, got 'mlx5_1\\nSwitchName=evil'$"),
+    # A host name where a GUID goes would have been read as a described host name: c02 taking c01's HCAs.
+    (facts("b05-p1-dgx-05-c01"), r"^params.node_facts.b05-p1-dgx-05-c02.infiniband\[0\].node_guid must be an HCA "
+                                 r"GUID \(16 hex digits, as in 0xe09d73030037311c\), got 'b05-p1-dgx-05-c01'$"),
+    (facts(["0xe09d7303002324f0"]), r"^params.node_facts.b05-p1-dgx-05-c02.infiniband\[0\].node_guid must be an "
+                                    r"HCA GUID .*, got <list>$"),
+], ids=["not-a-mapping", "no-infiniband-list", "hca-not-a-mapping", "host-name-as-guid", "guid-not-a-string"])
+def test_one_nodes_unusable_facts_quarantine_that_node_and_the_others_keep_their_leaves(bad, reason):
+    topology, warnings = run({"ibnetdiscover": {"n": GOOD}, "nodes": B05,
+                              "node_facts": dict(GOOD_FACTS, **{"b05-p1-dgx-05-c02": bad})})
+    (record,) = topology.quarantined.values()
+    assert (record.node, record.source, record.unhealthy) == ("b05-p1-dgx-05-c02", "infiniband", False)
+    assert re.search(reason, record.reason), record.reason
+    assert "b05-p1-dgx-05-c02" not in topology.nodes and "\n" not in record.reason
+    assert {node.switch for node in topology.nodes.values()} == {B05_LEAF} and len(topology.nodes) == 17
+    assert "SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01,03-18]\n" in slurm.render_tree_conf(topology)
+    assert warnings == [f"1 nodes quarantined (left out of the map): b05-p1-dgx-05-c02 ({record.reason})"]
+
+
+def test_a_node_key_that_is_not_a_name_is_quarantined_clipped_and_escaped():
+    evil = "gpu9\nSwitchName=evil Nodes=victim[01-99]" + "y" * 500
+    topology, _warnings = run({"ibnetdiscover": {"n": GOOD}, "node_facts": {evil: facts()}})
+    (record,) = topology.quarantined.values()
+    assert record.node is None and len(record.identifier) < 100
+    assert record.identifier.startswith("'gpu9\\nSwitchName=evil")
+    assert record.reason.startswith("params.node_facts: node 'gpu9\\nSwitchName=evil") and "\n" not in record.reason
+    assert len(topology.nodes) == 121
+
+
+def test_a_guid_in_two_nodes_facts_quarantines_both_claimants():
+    # c02 reports c01's HCA-1 as its own: one of the two lies, and the facts cannot tell which.
+    node_facts = dict(GOOD_FACTS, **{"b05-p1-dgx-05-c02": facts("0xe09d7303002324f4", "H-E09D730300233B10")})
+    topology, warnings = run({"ibnetdiscover": {"n": GOOD}, "nodes": B05, "node_facts": node_facts})
+    assert {name: record.reason for name, record in topology.quarantined.items()} == {
+        "b05-p1-dgx-05-c01": "params.node_facts.b05-p1-dgx-05-c01.infiniband[0].node_guid: HCA 0xe09d730300233b10 is "
+                             "also in the gathered facts of b05-p1-dgx-05-c02; an HCA is in one host, so neither can "
+                             "be trusted to own it",
+        "b05-p1-dgx-05-c02": "params.node_facts.b05-p1-dgx-05-c02.infiniband[1].node_guid: HCA 0xe09d730300233b10 is "
+                             "also in the gathered facts of b05-p1-dgx-05-c01; an HCA is in one host, so neither can "
+                             "be trusted to own it"}
+    assert sorted(topology.nodes) == [f"b05-p1-dgx-05-c{i:02d}" for i in range(3, 19)]
+    assert {node.switch for node in topology.nodes.values()} == {B05_LEAF}
+    assert "SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[03-18]\n" in slurm.render_tree_conf(topology)
+    assert warnings[0].startswith("2 nodes quarantined (left out of the map): b05-p1-dgx-05-c01 (")
+    # A third claimant: each reason names one other and counts the rest.
+    node_facts["b05-p1-dgx-05-c04"] = facts("0xe09d730300233b10")
+    topology, _warnings = run({"ibnetdiscover": {"n": GOOD}, "nodes": B05, "node_facts": node_facts})
+    assert topology.quarantined["b05-p1-dgx-05-c04"].reason.endswith(
+        "is also in the gathered facts of b05-p1-dgx-05-c01 and 1 more; an HCA is in one host, so none of them can "
+        "be trusted to own it")
+    assert len(topology.nodes) == 15
+
+
+def test_facts_of_nodes_outside_params_nodes_are_not_read():
+    # stor-01 is no cluster node: its facts, good or bad, neither quarantine it nor dispute c01's HCA.
+    node_facts = dict(GOOD_FACTS, **{"stor-01": facts("0xe09d730300233b10"), "stor-02": "x"})
+    topology, _warnings = run({"ibnetdiscover": {"n": GOOD}, "nodes": B05, "node_facts": node_facts})
+    assert not topology.quarantined and len(topology.nodes) == 18
+
+
+def test_invalid_nodes_fail_makes_bad_facts_fatal_naming_the_node_and_field():
+    with pytest.raises(TopologyError, match=(
+            r"^provider infiniband: 1 nodes have unusable data \(params.invalid_nodes is fail\): b05-p1-dgx-05-c02 "
+            r"\(params.node_facts.b05-p1-dgx-05-c02.infiniband\[0\] must be a mapping, got 'mlx5_0'\)$")):
+        run({"ibnetdiscover": {"n": GOOD}, "nodes": B05, "invalid_nodes": "fail",
+             "node_facts": dict(GOOD_FACTS, **{"b05-p1-dgx-05-c02": {"infiniband": ["mlx5_0"]}})})
+    with pytest.raises(TopologyError, match=(
+            r"^provider infiniband: 2 nodes have unusable data \(params.invalid_nodes is fail\): b05-p1-dgx-05-c01 "
+            r"\(params.node_facts.b05-p1-dgx-05-c01.infiniband\[0\].node_guid: HCA 0xe09d730300233b10 is also in")):
+        run({"ibnetdiscover": {"n": GOOD}, "nodes": B05, "invalid_nodes": "fail",
+             "node_facts": dict(GOOD_FACTS, **{"b05-p1-dgx-05-c02": facts("0xe09d730300233b10")})})
+
+
+def test_the_whole_input_still_fails_and_a_map_of_only_quarantined_nodes_is_refused():
+    with pytest.raises(TopologyError, match=r"params.node_facts must map each node to its topology_node fact"):
+        infiniband.facts_node_map(["b05-p1-dgx-05-c01"], Topology())
+    with pytest.raises(TopologyError, match=r"ibnetdiscover output of n, line 3: not ibnetdiscover output"):
+        run({"ibnetdiscover": {"n": "Switch\t2 \"S-1\"\t\t# \"leaf\"\n[1]\t\"H-2\"[1](2)\nibwarn: mad_rpc failed\n"},
+             "node_facts": GOOD_FACTS})
+    with pytest.raises(TopologyError, match=r"^every node was quarantined \(2\), so nothing is left to map: "
+                                            r"b05-p1-dgx-05-c01 \(params.node_facts.b05-p1-dgx-05-c01.infiniband"):
+        run({"ibnetdiscover": {"n": GOOD}, "nodes": "b05-p1-dgx-05-c[01-02]",
+             "node_facts": {"b05-p1-dgx-05-c01": facts("0xe09d730300233b10"),
+                            "b05-p1-dgx-05-c02": facts("0xe09d730300233b10")}})

@@ -270,11 +270,23 @@ def test_infiniband_names_hcas_by_the_guids_nodes_reported():
 
 
 def test_infiniband_node_facts_errors_name_the_node():
-    with pytest.raises(TopologyError, match="params.node_facts.gpu1 must be the node's topology_node fact"):
-        discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": "x"}})
+    # One node's facts are that node's problem: it is quarantined, named with the field, the fabric is mapped.
+    topology = discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": "x"}})
+    assert topology.quarantined["gpu1"].reason.startswith("params.node_facts.gpu1 must be the node's topology_node fact")
+    assert len(topology.nodes) == 121
+    with pytest.raises(TopologyError, match=r"params.invalid_nodes is fail\): gpu1 \(params.node_facts.gpu1 must be "
+                                            "the node's topology_node fact"):
+        discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": "x"}, "invalid_nodes": "fail"})
     same = {"infiniband": [{"node_guid": "0xe09d730300858d88"}]}
-    with pytest.raises(TopologyError, match="HCA 0xe09d730300858d88 is in the gathered facts of both gpu1 and gpu2"):
-        discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": same, "gpu2": same}})
+    topology = discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": same, "gpu2": same}})
+    assert sorted(topology.quarantined) == ["gpu1", "gpu2"] and len(topology.nodes) == 121
+    assert topology.quarantined["gpu1"].reason == (
+        "params.node_facts.gpu1.infiniband[0].node_guid: HCA 0xe09d730300858d88 is also in the gathered facts of gpu2; "
+        "an HCA is in one host, so neither can be trusted to own it")
+    with pytest.raises(TopologyError, match=r"\): gpu1 \(params.node_facts.gpu1.infiniband\[0\].node_guid: HCA "
+                                            "0xe09d730300858d88 is also in the gathered facts of gpu2"):
+        discover("infiniband", {"ibnetdiscover": {"n": IB}, "node_facts": {"gpu1": same, "gpu2": same},
+                                "invalid_nodes": "fail"})
 
 
 def test_nvidia_smi_source_takes_gathered_facts_and_names_a_node_without_a_clique(run, tmp_path):
