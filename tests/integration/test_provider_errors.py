@@ -157,6 +157,22 @@ RECORD_CASES = [
     ("oci-block-id-not-a-name", "oci", lambda server: dict(oci(server), instances=[
         {"region": "us-phoenix-1", "instances": TWO}]), OCI_CREDS,
      oci_two_hosts({"localBlockId": "lb 1", "networkBlockId": "nb", "hpcIslandId": "hi"}), "'lb 1' contains"),
+    ("aws-empty-network-node-between-two", "aws", lambda server: dict(aws(server), instances=[
+        {"region": "us-east-1", "instances": TWO}]), AWS_CREDS,
+     lambda request: topology_reply([instance_xml("i-1", ["core", "", "leaf"]),
+                                     instance_xml("i-2", ["core", "spine", "leaf"])]),
+     "networkNodeSet[1] of instance 'i-1' is empty"),
+    ("gcp-block-not-a-string", "gcp", lambda server: dict(gcp(server), instances=[
+        {"region": "us-central1-a", "instances": TWO}]), {"access_token": "t"},
+     lambda request: json_reply({"items": [
+         {"id": "i-1", "resourceStatus": {"physicalHostTopology": {"subblock": "sb1", "block": 7, "cluster": "c"}}},
+         {"id": "i-2", "resourceStatus": {"physicalHostTopology": {"subblock": "sb2", "block": "b", "cluster": "c"}}},
+     ]}), "physicalHostTopology.block of instance 'i-1': name must be a non-empty string, got int 7"),
+    ("lambda-nvlink-not-an-object", "lambda", lambda server: dict(lambda_cloud(server), instances=[
+        {"region": "r", "instances": TWO}]), {"token": "t"},
+     lambda request: json_reply({"data": [{"id": "i-1", "networkPath": [{"id": "leaf"}], "nvlink": "d.c"},
+                                          {"id": "i-2", "networkPath": [{"id": "leaf"}]}], "page_token": None}),
+     "nvlink must be an object {domain_id, clique_id} or null, got 'd.c'"),
     ("lambda-network-path-not-a-list", "lambda", lambda server: dict(lambda_cloud(server), instances=[
         {"region": "r", "instances": TWO}]), {"token": "t"},
      lambda request: json_reply({"data": [{"id": "i-1", "networkPath": "leaf"},
@@ -169,7 +185,8 @@ RECORD_CASES = [
     ("nscale-id-not-a-name", "nscale", lambda server: dict(nscale(server), instances=[
         {"region": "r", "instances": TWO}]), {"token": "t"},
      offset_route([{"instance_id": "i-1", "network_node_path": ["leaf 1"]},
-                   {"instance_id": "i-2", "network_node_path": ["leaf"]}]), "tier 0 of instance 'i-1': 'leaf 1' contains"),
+                   {"instance_id": "i-2", "network_node_path": ["leaf"]}]),
+     "network_node_path[0] of instance 'i-1': 'leaf 1' contains"),
 ]
 
 

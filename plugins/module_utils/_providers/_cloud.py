@@ -7,7 +7,8 @@ Every cloud provider takes ``params.instances`` in NVIDIA Topograph's request fo
 other instances are ignored. Requested instances the API gives no topology for are kept as
 nodes without a switch (the tree engine puts them under ``no-topology``) and reported in one
 warning with their names and count. A requested instance whose own record is unusable (a field
-of the wrong shape, an id that cannot be a name, two records that disagree) quarantines its node;
+of the wrong shape, an id that cannot be a name or is not a string, an empty id inside a path, two
+records that disagree) quarantines its node;
 a response that is not the API's (no list, no ids, a loop) fails the run.
 
 Their params and creds are declared in ``_specs`` and validated before ``discover`` runs, so
@@ -25,7 +26,12 @@ import time
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, credential_problem
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
+    NodeDataError,
+    TopologyError,
+    clip,
+    credential_problem,
+)
 
 
 def requested_instances(params, provider, require_region=True):
@@ -161,7 +167,8 @@ class Placements:
     """What the API said about the requested instances; ``topology()`` builds the model.
 
     ``add`` takes fabric tiers closest-first (tier 0 = the switch next to the node), as every
-    provider maps them the way Topograph does; empty tier ids are skipped.
+    provider maps them the way Topograph does. Empty ids at the top of a path are a shorter path
+    (dropped); an empty id below a non-empty one quarantines the instance (see ``add``).
     """
 
     def __init__(self, provider, requested, trim_tiers=0):
@@ -188,16 +195,39 @@ class Placements:
     def wants(self, instance_id):
         return instance_id in self.requested
 
-    def add(self, instance_id, tiers, domain=None, sub_domain=None):
-        """Record one instance; False when it was not requested (ignored, as Topograph does)."""
+    def add(self, instance_id, tiers, domain=None, sub_domain=None, fields=None, domain_field="domain"):
+        """Record one instance; False when it was not requested (ignored, as Topograph does).
+
+        ``fields`` names each tier as the API does (``path_fields``; default ``tier <n>``), for the
+        reasons. An id is kept as the API gave it: one that is not a string quarantines the instance
+        (the name rule says why), never converted. Empty ids (None or "") above the highest id are a
+        shorter path and dropped, as Topograph documents (Lambda: a short path omits the higher
+        tiers). An empty id below an id (between two, or in place of the closest switch) quarantines
+        the instance: skipping it, as Topograph's graph does, would move every id above it down a
+        tier (core as the leaf's parent, or "switch has two parents" with a correct neighbour). A
+        record with neither a tier nor a domain is no topology data (the node is warned as missing).
+        """
         if instance_id not in self.requested:
             return False
-        tiers = tuple(str(tier) for tier in tiers if tier not in (None, ""))
+        if instance_id in self.refused:
+            return True
+        tiers = list(tiers)
+        fields = list(fields) if fields else [f"tier {level}" for level in range(len(tiers))]
+        present = [level for level, tier in enumerate(tiers) if tier not in (None, "")]
+        top = present[-1] + 1 if present else 0
+        gap = next((level for level in range(top) if tiers[level] in (None, "")), None)
+        if gap is not None:
+            above = next(level for level in present if level > gap)
+            self.refuse(instance_id, f"the {self.provider} API's {fields[gap]} of instance {instance_id!r} is empty "
+                                     f"({clip(tiers[gap])}) under {fields[above]} {clip(tiers[above])}: a gap in "
+                                     f"the path (skipping it would move the ids above it down a tier)")
+            return True
+        if not top and not domain:
+            return True
+        tiers = tuple(tiers[:top])
         if self.trim_tiers:
             tiers = tiers[:max(0, len(tiers) - self.trim_tiers)]
         record = (tiers, domain or None, (sub_domain or None) if domain else None)
-        if instance_id in self.refused:
-            return True
         known = self.found.get(instance_id)
         if known is not None and known != record:
             self.refused[instance_id] = (f"the {self.provider} API returned instance {instance_id!r} twice with "
@@ -205,8 +235,8 @@ class Placements:
             del self.found[instance_id]
             return True
         # An id or domain of the API (tenants name some of them) that cannot be a name is this instance's problem.
-        for value, what in [(tier, f"tier {level}") for level, tier in enumerate(tiers)] + \
-                [(value, what) for value, what in ((record[1], "domain"), (record[2], "sub-domain")) if value]:
+        for value, what in list(zip(tiers, fields)) + \
+                [(value, what) for value, what in ((record[1], domain_field), (record[2], "sub-domain")) if value]:
             problem = name_problem(value)
             if problem is not None:
                 self.refused[instance_id] = f"the {self.provider} API's {what} of instance {instance_id!r}: {problem}"
@@ -235,6 +265,15 @@ class Placements:
             for node in missing.values():
                 topo.add_node(node, source=f"{self.provider} requested instance")
         return topo
+
+
+def path_fields(template, count, root_first=False):
+    """The API's name of each id of a path of ``count``, closest first, for ``Placements.add``'s reasons.
+
+    ``template`` takes the API's index (``"networkPath[{}].id"``); ``root_first`` for an API that lists
+    the root first (the provider reverses the ids, these names follow).
+    """
+    return [template.format(count - 1 - level if root_first else level) for level in range(count)]
 
 
 def placements(params, provider, require_region=True):

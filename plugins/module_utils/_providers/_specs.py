@@ -39,7 +39,8 @@ ACCELERATOR = {
                                       "registered result (`stdout` is read), or the node's `topology_node` fact "
                                       "from `aifactory.topology.topology_facts` (or its `nvlink` part). A fabric "
                                       "registration not `Completed` with `Success`, or a degraded health, makes the "
-                                      "node unhealthy; facts without a clique fail the run naming the node. "
+                                      "node unhealthy and quarantines it; facts without a clique quarantine the "
+                                      "node too (with `invalid_nodes: fail` either fails the run, naming the node). "
                                       "Required unless `source` is `none`."},
     },
 }
@@ -58,6 +59,12 @@ INVALID_NODES = {
                    "the map and reports it in `quarantined`; `fail` fails the run. Problems with the whole input "
                    "always fail.",
 }
+# inventory and simulation: what they declare is the operator's and always fails; only accelerator data quarantines.
+DECLARED_INVALID_NODES = dict(INVALID_NODES, description=(
+    "What unusable `accelerator.nvidia_smi` data about one node does (GPUs outside their NVLink fabric or in two "
+    "cliques, a degraded fabric, a failed nvidia-smi): `quarantine` leaves that node out of the map and reports it "
+    "in `quarantined`; `fail` fails the run. An error in the declared topology itself (a name the rule refuses, a "
+    "node under two switches) always fails the run, whatever this says: it is the operator's to fix."))
 
 # Retry and TLS settings of every provider that speaks HTTP or gRPC (_providers._cloud).
 HTTP_SETTINGS = {
@@ -96,12 +103,13 @@ def _cloud_params(page_size, page_size_means, extra, region="region"):
     return _with_accelerator(spec)
 
 
-def _with_accelerator(spec):
-    """``spec`` plus what every provider takes: ``accelerator``, ``discovery_timeout``, ``invalid_nodes``."""
+def _with_accelerator(spec, invalid_nodes=None):
+    """``spec`` plus what every provider takes: ``accelerator``, ``discovery_timeout``, ``invalid_nodes`` (its
+    option spec: INVALID_NODES unless given)."""
     spec = dict(spec)
     spec["accelerator"] = ACCELERATOR
     spec["discovery_timeout"] = DISCOVERY_TIMEOUT
-    spec["invalid_nodes"] = INVALID_NODES
+    spec["invalid_nodes"] = INVALID_NODES if invalid_nodes is None else invalid_nodes
     return spec
 
 
@@ -110,7 +118,7 @@ SIMULATION_PARAMS = _with_accelerator({
                    "description": "The NVIDIA Topograph simulation model YAML file (`switches`, `blocks`), read unchanged."},
     "normalize_switch_names": {"type": "bool", "default": False,
                                "description": "Name switches `switch.<tier>.<n>`, as Topograph's OCI providers do."},
-})
+}, DECLARED_INVALID_NODES)
 
 _SUB_DOMAIN = {
     "name": {"type": "str", "description": "The sub-domain (for example an NVLink tray group)."},
@@ -143,7 +151,7 @@ INVENTORY_PARAMS = _with_accelerator({
     },
     "hosts": {"type": "dict",
               "description": "Hostname to a mapping of `domain`, `switch` and `sub_domain`, for example built from hostvars."},
-})
+}, DECLARED_INVALID_NODES)
 
 INFINIBAND_PARAMS = _with_accelerator({
     "ibnetdiscover": {"type": "dict",
@@ -162,7 +170,9 @@ INFINIBAND_PARAMS = _with_accelerator({
     "node_facts": {"type": "dict",
                    "description": "Node to its `topology_node` fact from `aifactory.topology.topology_facts`: every HCA "
                                   "GUID the node found in its sysfs is that node's, whatever the HCA's description says "
-                                  "(`node_map` wins where both name one HCA; a GUID in two nodes' facts is an error)."},
+                                  "(`node_map` wins where both name one HCA). Facts unusable for one node (no "
+                                  "`infiniband` list, an HCA entry that is not a mapping, a `node_guid` that is not "
+                                  "a GUID) quarantine that node; a GUID in two nodes' facts quarantines both."},
     "switches": {"type": "dict",
                  "description": "Which switches make the tree (Topograph's `switchSelector`): regular expressions "
                                 "matched whole against a switch's display name (`DC1-STOR-LEAF-1`) or GUID id "

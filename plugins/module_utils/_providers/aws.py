@@ -187,4 +187,8 @@ def _place(placed, item, region):
             raise NodeDataError(f"EC2 DescribeInstanceTopology in {region}: instance {item['InstanceId']!r} has "
                                 f"networkNodeSet {nodes!r:.100}, not a list")
         if nodes:  # an unsupported type or a stopped instance has no network nodes: no topology data
-            placed.add(item["InstanceId"], list(reversed(nodes)), item.get("CapacityBlockId"))
+            # Root first: reversed into tiers. Placements.add checks each id (a string, no gap), naming the
+            # API's own positions.
+            placed.add(item["InstanceId"], list(reversed(nodes)), item.get("CapacityBlockId"),
+                       fields=_cloud.path_fields("networkNodeSet[{}]", len(nodes), root_first=True),
+                       domain_field="capacityBlockId")

@@ -48,6 +48,8 @@ SCOPES = ("https://www.googleapis.com/auth/compute.readonly",)
 MAX_CREDENTIALS_BYTES = 1 << 20
 CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
 METADATA_SOURCE = "the GCE metadata server"
+TIER_KEYS = ("subblock", "block", "cluster")  # of physicalHostTopology, closest first
+TIER_FIELDS = tuple(f"physicalHostTopology.{key}" for key in TIER_KEYS)
 
 
 def discover(params, creds, warn):
@@ -81,16 +83,22 @@ def _page(client, path, size, token):
 
 
 def _place(placed, item, zone):
-    if not isinstance(item, dict) or item.get("id") in (None, ""):
+    raw_id = item.get("id") if isinstance(item, dict) else None
+    if raw_id in (None, "") or isinstance(raw_id, (bool, dict, list)):
         raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {str(item)[:200]}")
-    with placed.instance(str(item["id"])):
+    instance_id = str(raw_id)  # only to find the node a number would name: the record is refused below
+    with placed.instance(instance_id):
+        if not isinstance(raw_id, str):
+            raise NodeDataError(f"zone {zone}: instance {clip(raw_id)}: id must be a string (Compute Engine sends "
+                                f"the uint64 as a string), got {type(raw_id).__name__} {clip(raw_id)}")
         status = item.get("resourceStatus") or {}
         topology = (status.get("physicalHostTopology") if isinstance(status, dict) else status) or {}
         if not isinstance(topology, dict):
-            raise NodeDataError(f"zone {zone}: instance {item['id']}: physicalHostTopology is not an object")
-        tiers = [topology.get("subblock"), topology.get("block"), topology.get("cluster")]
-        if all(tiers):  # Topograph skips an instance missing any of the three
-            placed.add(str(item["id"]), tiers, domain=topology["subblock"])
+            raise NodeDataError(f"zone {zone}: instance {instance_id!r}: physicalHostTopology is not an object, "
+                                f"got {clip(topology)}")
+        tiers = [topology.get(key) for key in TIER_KEYS]
+        if all(tier not in (None, "") for tier in tiers):  # Topograph skips an instance missing any of the three
+            placed.add(instance_id, tiers, domain=tiers[0], fields=TIER_FIELDS, domain_field=TIER_FIELDS[0])
 
 
 # -- credentials ----------------------------------------------------------------------------

@@ -6,7 +6,9 @@ One paged listing per region: query ``workspace_id``, ``region``, ``page_size`` 
 ``page_token``; the response envelope is ``{data: [...], page_token}`` (null on the last page).
 ``networkPath[].id`` is already closest-first (leaf first); paths longer than three hops are
 reported and ignored, as Topograph does. The accelerator domain is
-``<nvlink.domain_id>.<nvlink.clique_id>`` (a warning when either part is empty).
+``<nvlink.domain_id>.<nvlink.clique_id>`` (a warning when either part is empty); an ``nvlink`` that
+is neither an object nor null, or a part that is not a string, quarantines the node, as a
+``networkPath`` of the wrong shape does.
 
 params: ``instances`` (region = Lambda region), ``workspace_id`` (or creds, or
 ``LAMBDA_WORKSPACE_ID``), ``api_url`` (default https://cloud.lambda.ai).
@@ -24,7 +26,12 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
+    NodeDataError,
+    RemoteAPIError,
+    TopologyError,
+    clip,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "lambda"
@@ -107,21 +114,34 @@ def _place(placed, item, incomplete, too_long):
         raise RemoteAPIError(f"GET {PATH}: an instance without id: {str(item)[:200]}")
     if not placed.wants(item["id"]):
         return
-    node = placed.requested[item["id"]]
+    with placed.instance(item["id"]):
+        _place_requested(placed, item, incomplete, too_long)
+
+
+def _place_requested(placed, item, incomplete, too_long):
+    """One requested instance's record; a NodeDataError quarantines its node."""
+    where = f"GET {PATH}: instance {item['id']!r}"
     path = item.get("networkPath") or []
     if not isinstance(path, list) or not all(isinstance(hop, dict) for hop in path):
-        placed.refuse(item["id"], f"GET {PATH}: instance {item['id']!r}: networkPath must be a list of {{id}}")
-        return
+        raise NodeDataError(f"{where}: networkPath must be a list of {{id}}, got {clip(path)}")
+    nvlink = item.get("nvlink")
+    if nvlink is not None and not isinstance(nvlink, dict):  # null or absent: no NVLink data
+        raise NodeDataError(f"{where}: nvlink must be an object {{domain_id, clique_id}} or null, got {clip(nvlink)}")
+    parts = [(key, (nvlink or {}).get(key)) for key in ("domain_id", "clique_id")]
+    for key, value in parts:
+        if value is not None and not isinstance(value, str):
+            raise NodeDataError(f"{where}: nvlink.{key} must be a string, got {type(value).__name__} {clip(value)}")
+    node = placed.requested[item["id"]]
     if len(path) > MAX_TIERS:
         too_long.append(node)
         return
     domain = None
-    nvlink = item.get("nvlink")
-    if isinstance(nvlink, dict):
-        if nvlink.get("domain_id") and nvlink.get("clique_id"):
-            domain = f"{nvlink['domain_id']}.{nvlink['clique_id']}"
+    if nvlink is not None:
+        if all(value for _key, value in parts):
+            domain = ".".join(value for _key, value in parts)
         else:
             incomplete.append(node)
-    tiers = [hop.get("id") for hop in path]
-    if any(tiers) or domain:
-        placed.add(item["id"], tiers, domain)
+    # Placements.add checks each hop id (a string, no gap), as for every cloud.
+    placed.add(item["id"], [hop.get("id") for hop in path], domain,
+               fields=_cloud.path_fields("networkPath[{}].id", len(path)),
+               domain_field="nvlink <domain_id>.<clique_id>")

@@ -15,7 +15,7 @@ params: ``instances``, ``api_url`` (the Radar URL; required), ``organization`` (
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, RemoteAPIError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
 NAME = "nscale"
@@ -58,10 +58,15 @@ def _place(placed, item, region):
         raise RemoteAPIError(f"GET {PATH} (region {region}): an instance without instance_id: {str(item)[:200]}")
     with placed.instance(instance_id):
         path = item.get("network_node_path") or []
-        if not isinstance(path, list) or not all(isinstance(hop, str) for hop in path):
-            raise NodeDataError(f"GET {PATH}: instance {instance_id!r}: network_node_path must be a list of strings")
+        if not isinstance(path, list):
+            raise NodeDataError(f"GET {PATH}: instance {instance_id!r}: network_node_path must be a list of strings, "
+                                f"got {clip(path)}")
         domain = item.get("block_id")
         if domain is not None and not isinstance(domain, str):
-            raise NodeDataError(f"GET {PATH}: instance {instance_id!r}: block_id must be a string or null")
-        if path or domain:
-            placed.add(instance_id, list(reversed(path)), domain)
+            raise NodeDataError(f"GET {PATH}: instance {instance_id!r}: block_id must be a string or null, "
+                                f"got {clip(domain)}")
+        # Root first: reversed into tiers. Placements.add checks each id (a string, no gap), as for every cloud,
+        # naming the API's own positions.
+        placed.add(instance_id, list(reversed(path)), domain,
+                   fields=_cloud.path_fields("network_node_path[{}]", len(path), root_first=True),
+                   domain_field="block_id")
