@@ -58,7 +58,7 @@ RETURN = r"""
 quarantined:
   description:
     - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
-      first 1000; C(summary.quarantined) counts them all.
+      first 1000 (C(summary.quarantined) counts them all where the module returns a summary).
     - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
       value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
   returned: success

@@ -32,6 +32,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+quarantined:
+  description:
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000 (C(summary.quarantined) counts them all where the module returns a summary).
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 content:
   description: The JSON text.
   returned: success

@@ -122,6 +122,34 @@ def test_site_renders_is_idempotent_and_check_diff_writes_nothing(inventory):
     assert "placeholder racks: none" in applied.stdout
 
 
+def test_quarantined_nodes_are_named_in_the_summary_and_the_others_are_written(inventory):
+    """A host whose name Slurm cannot hold and eleven trays out of their NVLink fabric: the run goes on without
+    them, and the summary names the first 10 with why, then how many more (the warnings line says it too)."""
+    evil = "gb200-r09-n01,evil"
+    out_of_fabric = [f"gb200-r01-n{n:02d}" for n in range(1, 12)]
+    outputs = {evil: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"}  # a valid clique: only the name is wrong
+    outputs.update(dict.fromkeys(out_of_fabric, "N/A, N/A\n"))
+    edit_topology(inventory, lambda data: data["topology_provider"]["params"].update(
+        accelerator={"source": "nvidia_smi", "nvidia_smi": outputs}))
+    result, (_changed, failed) = run_site(inventory)
+    assert result.returncode == 0 and failed == 0, result.stdout + result.stderr
+    assert '"quarantined nodes (in no block): 12",' in result.stdout
+    # JSON result format: each line of the summary is one JSON string.
+    assert f"\"  '{evil}' (invalid, nvidia_smi): " in result.stdout  # the raw identifier, escaped
+    for node in out_of_fabric[:9]:
+        assert f'"  {node} (unhealthy, nvidia_smi): nvidia-smi output of {node}, row 1: fabric.clusterUuid is ' \
+            in result.stdout
+    assert f'"  {out_of_fabric[9]} (' not in result.stdout and '"  and 2 more",' in result.stdout
+    # slurm_topology got the model from topology_info: its own warnings report the quarantine too.
+    assert f"warnings: 12 nodes quarantined (left out of the map): '{evil}' (" in result.stdout
+    topology = (output_of(inventory) / "topology.yaml").read_text()
+    nvl72 = next(entry for entry in yaml.safe_load(topology) if entry["topology"] == "nvl72")
+    assert [block.get("nodes") for block in nvl72["block"]["blocks"]] == [
+        "gb200-r01-n[12-18]", "gb200-r02-n[01-18]", "gb200-r03-n[01-18]", "gb200-r04-n[01-18]",
+        "gb200-r05-n[01-12,14-18]", "gb200-r06-n[01-18]", None, "gb200-r08-n[01-18]"]
+    assert "evil" not in topology and "gb200-r09" not in topology
+
+
 def test_bad_inventory_fails_naming_the_field_and_writes_nothing(inventory):
     edit_topology(inventory, lambda data: data["topology_provider"]["params"]["domains"][0].update(
         nodes="gb200-r01-n[01-18"))

@@ -12,8 +12,17 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
-from tests.ansible_run import REPO, run_playbook
-from tests.integration.k8s_support import client, make_nodes, new_id, node_names, node_state, playbook_inventory, written
+from tests.ansible_run import REPO, ansible_env, run_playbook
+from tests.integration.k8s_support import (
+    client,
+    gb200,
+    make_nodes,
+    new_id,
+    node_names,
+    node_state,
+    playbook_inventory,
+    written,
+)
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
 
@@ -58,3 +67,20 @@ def test_k8s_playbook_check_diff_then_apply_then_nothing(k8s, k8s_namespace, tmp
     out, changed = run_k8s_playbook(inventory)
     assert changed == 0, out
     assert written(published, node_state(api, test_id)) == []
+
+
+def test_k8s_playbook_summary_names_the_quarantined_nodes(k8s, tmp_path):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 2, 3), test_id)
+    params = dict(gb200(prefix, racks=2, per_rack=3), accelerator={"source": "nvidia_smi",
+                                                                   "nvidia_smi": {names[0]: "N/A, N/A\n"}})
+    inventory = playbook_inventory(tmp_path, k8s, prefix, test_id,
+                                   topology_provider={"name": "inventory", "params": params})
+    # JSON result format: each line of the summary is one JSON string (no YAML folding).
+    result = run_playbook("-i", inventory, REPO / "playbooks" / "k8s.yml",
+                          env=ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert '"nodes labelled: 5 of 5 in the topology (cleaned: 0, missing from the cluster: 0)",' in result.stdout
+    assert '"quarantined nodes (topology labels removed): 1",' in result.stdout
+    assert f'"  {names[0]} (unhealthy, nvidia_smi): nvidia-smi output of {names[0]}, row 1: ' in result.stdout

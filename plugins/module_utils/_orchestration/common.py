@@ -86,11 +86,17 @@ def load_topology(module, warn=None, k8s_client=None):
     ``warning_collector`` so they reach ``summary.warnings``; the default shows them only.
     ``k8s_client``: the module's own Kubernetes connection, which a node provider on the same
     connection uses (``_providers.discover``).
+    The quarantine line is one of those warnings either way: a model passed on from the discovery
+    (``topology_info``) carries its quarantined nodes, which this module leaves out of the map too.
     """
+    warn = warn or module.warn
     if module.params.get("model") is not None:
-        return Topology.from_compact(module.params["model"])
+        topology = Topology.from_compact(module.params["model"])
+        if topology.quarantined:
+            warn(_providers.quarantine_warning(topology))
+        return topology
     provider = module.params["provider"]
-    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn or module.warn,
+    return _providers.discover(provider["name"], provider["params"], provider["creds"], warn=warn,
                                k8s_client=k8s_client)
 
 

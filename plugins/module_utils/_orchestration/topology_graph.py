@@ -13,8 +13,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers.file i
 def run(module):
     """What the module does; exits the module."""
     with failing_cleanly(module):
-        content = render_graph_json(load_topology(module))
-        result = {"changed": False, "content": content}
+        topology = load_topology(module)
+        content = render_graph_json(topology)
+        result = {"changed": False, "content": content, "quarantined": topology.quarantine_report()}
         if module.params["dest"]:
             result.update(ensure_file(module, module.params["dest"], content, module.params["backup"]))
     module.exit_json(**result)

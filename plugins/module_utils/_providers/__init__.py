@@ -100,5 +100,10 @@ def discover(name, params=None, creds=None, warn=None, k8s_client=None):
         if invalid_nodes == "fail":
             raise TopologyError(f"provider {name}: {len(topology.quarantined)} nodes have unusable data "
                                 f"(params.invalid_nodes is fail): {quarantine_summary(topology)}")
-        warn(f"{len(topology.quarantined)} nodes quarantined (left out of the map): {quarantine_summary(topology)}")
+        warn(quarantine_warning(topology))
     return topology.validate()
+
+
+def quarantine_warning(topology):
+    """The warning line about ``topology``'s quarantined nodes, after a discovery or from a model that carries them."""
+    return f"{len(topology.quarantined)} nodes quarantined (left out of the map): {quarantine_summary(topology)}"

@@ -6,7 +6,15 @@ The nodes come from Topograph's NVL72 simulation model (node[1101-1118], ... fou
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.modules import segment_capacity, slurm_topology, topology_info
+from ansible_collections.aifactory.topology.plugins.modules import (
+    k8s_node_labels,
+    segment_capacity,
+    slurm_topology,
+    topology_graph,
+    topology_info,
+)
+
+from tests.fault_k8s import FakeApiServer, node_list
 
 from ...conftest_paths import MODELS
 from .module_runner import run_module
@@ -21,6 +29,11 @@ def block_args(nvidia_smi=None, **extra):
         params["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": nvidia_smi}
     return dict({"provider": {"name": "simulation", "params": params}, "plugin": "topology/block",
                  "block_sizes": [18]}, **extra)
+
+
+def quarantine_lines(result):
+    """The quarantine line(s) of a result's summary.warnings."""
+    return [line for line in result["summary"]["warnings"] if "nodes quarantined" in line]
 
 
 def test_an_unhealthy_node_is_in_no_block_and_reported_by_name(monkeypatch, tmp_path):
@@ -91,6 +104,16 @@ def test_the_compact_model_carries_the_quarantine_to_the_next_module(monkeypatch
     assert rendered["quarantined"] == info["quarantined"] and rendered["summary"]["quarantined"] == 2
     again = run_module(topology_info, {"model": model}, monkeypatch=monkeypatch)
     assert again["topology"]["quarantined"] == model["quarantined"]  # read back unchanged, not escaped twice
+    # site.yml's path: the module given the model warns about its quarantine as the discovery did.
+    (line,) = quarantine_lines(info)
+    assert line.startswith("2 nodes quarantined (left out of the map): node1101 (nvidia-smi output of node1101")
+    assert "; 'bad,name' (" in line
+    capacity = run_module(segment_capacity, {"model": model, "block_sizes": [18], "node_states": {"node1102": "idle"}},
+                          monkeypatch=monkeypatch)
+    assert not capacity["failed"], capacity.get("msg")
+    assert quarantine_lines(rendered) == quarantine_lines(again) == quarantine_lines(capacity) == [line]
+    clean = run_module(topology_info, {"provider": block_args()["provider"]}, monkeypatch=monkeypatch)["topology"]
+    assert quarantine_lines(run_module(slurm_topology, {"model": clean}, monkeypatch=monkeypatch)) == []
 
 
 def test_a_quarantine_record_in_a_model_is_checked(monkeypatch):
@@ -106,3 +129,35 @@ def test_a_quarantine_record_in_a_model_is_checked(monkeypatch):
     ]:
         result = run_module(topology_info, {"model": dict(model, quarantined=records)}, monkeypatch=monkeypatch)
         assert result["failed"] and result["msg"].startswith(message), result["msg"]
+
+
+def test_k8s_node_labels_given_the_model_warns_about_its_quarantine(monkeypatch):
+    monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
+    record = {"node": "gpu-9", "identifier": "gpu-9", "source": "nvidia_smi", "kind": "unhealthy",
+              "reason": "nvidia-smi output of gpu-9, row 1: fabric.clusterUuid is 'N/A'"}
+    model = {"format": "aifactory.topology/v1", "switches": {}, "nodes": [{"nodes": "gpu-[1-2]", "domain": "c1"}],
+             "quarantined": [record]}
+    with FakeApiServer() as api:
+        # Already labelled as the model wants: this stand-in answers lists only, and no write is due.
+        api.lists = lambda query: node_list([
+            {"metadata": {"name": name, "resourceVersion": "7", "labels": {"accelerator.topograph.run/domain": "c1"}}}
+            for name in ("gpu-1", "gpu-2")])
+        result = run_module(k8s_node_labels, {"model": model, "host": api.url(), "api_key": "t0ken"},
+                            monkeypatch=monkeypatch)
+    assert not result["failed"], result.get("msg")
+    assert result["changed"] is False and result["quarantined"] == [record]
+    assert quarantine_lines(result) == ["1 nodes quarantined (left out of the map): gpu-9 (nvidia-smi output of gpu-9, "
+                                        "row 1: fabric.clusterUuid is 'N/A')"]
+
+
+def test_topology_graph_returns_the_quarantined_list_discovered_or_from_a_model(monkeypatch):
+    provider = block_args({"node1101": UNHEALTHY})["provider"]
+    discovered = run_module(topology_graph, {"provider": provider}, monkeypatch=monkeypatch)
+    assert not discovered["failed"], discovered.get("msg")
+    assert [(q["node"], q["kind"], q["source"]) for q in discovered["quarantined"]] \
+        == [("node1101", "unhealthy", "nvidia_smi")]
+    assert '"node1101"' not in discovered["content"] and '"node1102"' in discovered["content"]
+    info = run_module(topology_info, {"provider": provider}, monkeypatch=monkeypatch)
+    passed_on = run_module(topology_graph, {"model": info["topology"]}, monkeypatch=monkeypatch)
+    assert passed_on["quarantined"] == info["quarantined"] == discovered["quarantined"]
+    assert passed_on["content"] == discovered["content"]

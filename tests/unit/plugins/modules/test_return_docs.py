@@ -13,11 +13,13 @@ from ansible_collections.aifactory.topology.plugins.modules import (
     segment_capacity,
     slinky_topology,
     slurm_topology,
+    topology_graph,
     topology_info,
 )
 
 # The modules that discover a topology and so may quarantine nodes.
-QUARANTINING = [slurm_topology, slinky_topology, topology_info, segment_capacity, k8s_node_labels, nfd_topology]
+QUARANTINING = [slurm_topology, slinky_topology, topology_info, segment_capacity, k8s_node_labels, nfd_topology,
+                topology_graph]
 
 
 def test_every_module_that_quarantines_documents_the_same_quarantined_list():
