@@ -7,7 +7,10 @@ it lists once, then watches from the list's resourceVersion with the client's ``
 last resourceVersion it saw (objects and bookmarks), and resumes from it after a dropped
 connection or an API server restart, so no change is lost. ``410 Gone`` (the version is older
 than etcd keeps) means: list again and report the difference to what it knew. Interruptions
-retry with bounded exponential backoff; 400/401/403/404 are fatal (they do not heal by waiting).
+retry with bounded exponential backoff. What ends the watcher is what waiting cannot heal: the
+credentials refused (401, 403) anywhere, or a list refused for what it asks (400: a selector; 404: the
+resource or namespace), i.e. the source's options. A refused watch (400, 404 in its status or as an
+ERROR event) is one bad answer: the watcher lists again, and that list decides.
 
 Only what the topology reads is reported (``_eda.node_digest``/``pod_digest``): a heartbeat or a
 status update changes a Node's resourceVersion but not its digest, and is never an event.
@@ -39,6 +42,9 @@ try:
 except ImportError:  # pragma: no cover - _k8s reports the missing library when a client is built
     _ClientWatch = object
 
+# Credentials refused: the end of the source wherever they come.
+REFUSED_STATUS = (401, 403)
+# A list refused for what it asks (a selector, the resource, the namespace): the source's options are wrong.
 FATAL_STATUS = (400, 401, 403, 404)
 WATCH_TIMEOUT = 300  # the server ends each watch after this many seconds; the watcher resumes it
 # One watch event is one object: etcd refuses objects over 1.5 MiB, so 4 MiB leaves room for JSON.
@@ -368,12 +374,17 @@ class ResourceWatcher:
                     continue
                 reason = "the watch ended without an event"
             except k8s_client.ApiException as exc:
-                if exc.status in FATAL_STATUS:
+                if exc.status in REFUSED_STATUS:
                     raise WatchFatal(f"{self.kind} watch on {self.client.host}: HTTP {exc.status} {exc.reason}"
-                                     + ("; the watch needs get, list and watch on " + self.kind + "s (docs/rbac)"
-                                        if exc.status in (401, 403) else "")) from None
+                                     f"; the watch needs get, list and watch on {self.kind}s (docs/rbac)") from None
                 reason = f"HTTP {exc.status} {exc.reason}"
-                if exc.status == 410:
+                if exc.status in FATAL_STATUS:
+                    # One refused watch is one bad answer: list again (after the backoff); a list refused
+                    # the same way is the source's options and ends it (the K8sError branch below).
+                    self.log(f"{self.kind} watch: refused ({reason}); listing again")
+                    self.resource_version = None
+                    self.stats.count(f"watch refused ({exc.status})")
+                elif exc.status == 410:
                     self.log(f"{self.kind} watch: resourceVersion {self.resource_version} is gone (410); listing again")
                     self.resource_version = None
                     self.stats.count("gone (410)")

@@ -259,10 +259,15 @@ GONE = event_lines({"type": "ERROR", "object": {"kind": "Status", "code": 410, "
                                                 "message": "too old resource version: 1 (2)"}})
 
 
+REFUSED = event_lines({"type": "ERROR", "object": {"kind": "Status", "code": 400, "reason": "BadRequest",
+                                                   "message": "a proxy did not like it"}})
+
+
 @pytest.mark.parametrize("answer, relists", [
     (GONE, True), ((410, b'{"kind": "Status", "code": 410}'), True), ((500, b"x" * (1 << 20)), False),
-    ([], False), (event_lines(b"garbage\n"), False)],
-    ids=["410-event", "410-status", "500", "closed-at-once", "garbage-only"])
+    ([], False), (event_lines(b"garbage\n"), False),
+    (REFUSED, True), ((404, b'{"kind": "Status", "code": 404, "reason": "NotFound"}'), True)],
+    ids=["410-event", "410-status", "500", "closed-at-once", "garbage-only", "400-event", "404-status"])
 def test_a_server_that_fails_every_watch_gets_a_growing_wait_not_a_busy_loop(api, answer, relists):
     api.watches = lambda query: answer
     delays = []
@@ -278,8 +283,24 @@ def test_a_server_that_fails_every_watch_gets_a_growing_wait_not_a_busy_loop(api
         assert not running.thread.is_alive(), "a busy loop: the watcher never waited"
     assert running.errors == []
     assert delays == [0.001, 0.002, 0.004, 0.008, 0.008, 0.008, 0.008]
-    assert len(api.list_requests()) == (7 if relists else 1)  # the first list, then one per 410
+    assert len(api.list_requests()) == (7 if relists else 1)  # the first list, then one per 410, 400 or 404
     assert all(len(line) < 600 for line in running.logged)
+
+
+@pytest.mark.parametrize("status", [400, 404])
+def test_a_refused_watch_lists_again_and_only_a_list_refused_the_same_way_ends_the_source(api, status):
+    # One refused watch (a proxy, a server mid-upgrade) is one bad answer; a list refused for what it asks
+    # (its selector, the resource) is the source's options, which waiting cannot fix.
+    refused = (status, json.dumps({"kind": "Status", "code": status, "reason": "Refused"}).encode())
+    api.lists = scripted([node_list([node("n1", "1")]), node_list([node("n1", "1")]), refused])
+    api.watches = lambda query: refused
+    with Running(api, backoff_min=0.001, backoff_max=0.001, sleep=lambda seconds: None) as running:
+        running.thread.join(WAIT)
+    [error] = running.errors
+    assert isinstance(error, _k8s_watch.WatchFatal)
+    assert str(error).startswith("node list: ") and str(status) in str(error)
+    assert len(api.watch_requests()) == 2 and len(api.list_requests()) == 3
+    assert running.logged[0].startswith(f"node watch: refused (HTTP {status}")
 
 
 def test_a_readyz_that_drips_is_given_up_at_ready_timeout_not_when_the_server_ends_it(api):
