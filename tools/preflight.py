@@ -100,6 +100,13 @@ def probe(argv: list[str], **kwargs) -> subprocess.CompletedProcess | str:
         return f"cannot run ({exc.strerror})"
 
 
+def failure(done: subprocess.CompletedProcess | str) -> str | None:
+    """Why a probe failed (it could not run, or its exit code and first line), or None when it passed."""
+    if isinstance(done, str):
+        return done
+    return f"exit {done.returncode}: {first_line(done)}" if done.returncode != 0 else None
+
+
 def first_line(done: subprocess.CompletedProcess) -> str:
     text = (done.stdout or done.stderr).strip()
     return text.splitlines()[0][:80] if text else ""
@@ -148,8 +155,8 @@ def check_commands(report: Report, commands=None) -> None:
     for argv, package, why in COMMANDS if commands is None else commands:
         done = probe(argv)
         name = argv[0].rsplit("/", 1)[-1]
-        if isinstance(done, str) or done.returncode != 0:
-            problem = done if isinstance(done, str) else f"exit {done.returncode}: {first_line(done)}"
+        problem = failure(done)
+        if problem:
             report.missing(name, f"{problem}; apt-get install {package} ({why}; the Makefile's APT_PACKAGES "
                            "lists it)")
         else:
@@ -191,8 +198,8 @@ def check_venv(report: Report, python: str = sys.executable) -> None:
     """Make a throw-away virtual environment with pip, as `make venv` and the compat environments do."""
     with tempfile.TemporaryDirectory(prefix="aifactory-preflight-venv.") as scratch:
         done = probe([python, "-m", "venv", os.path.join(scratch, "venv")])
-    if isinstance(done, str) or done.returncode != 0:
-        problem = done if isinstance(done, str) else f"exit {done.returncode}: {first_line(done)}"
+    problem = failure(done)
+    if problem:
         report.missing("venv", f"{python} -m venv: {problem}; apt-get install {VENV_PACKAGE} (.venv, the compat "
                        "environments and ansible-test's sanity environments; the Makefile's APT_PACKAGES lists it)")
     else:
