@@ -84,6 +84,10 @@ class Topology:
         self._checked_names: set[str] = set()  # switch and domain names add_node has checked
         # Nodes whose own data was unusable, by identifier: left out, reported, counted by the guards.
         self.quarantined: dict[str, Quarantined] = {}
+        # Where the hardware says each tray is (node -> LOCATION_KEYS), kept for quarantined trays too: a
+        # tray out of the map still sits in its rack. ``rack_trays``: how many trays a full rack has.
+        self.locations: dict[str, dict] = {}
+        self.rack_trays: int | None = None
 
     # -- quarantine ---------------------------------------------------------------------
 
@@ -136,6 +140,83 @@ class Topology:
             yield
         except NodeDataError as exc:
             self.quarantine(identifier, source, exc, unhealthy=isinstance(exc, NodeUnhealthy))
+
+    # -- where each tray is --------------------------------------------------------------
+
+    def locate(self, node, location, domain=None):
+        """Record where the hardware says ``node`` is (its chassis serial number, slot, tray index, host
+        id, peer type) and, for a tray that may be quarantined, the NVLink domain it reported."""
+        place = {key: location[key] for key in LOCATION_KEYS if location.get(key) not in (None, "")}
+        if domain:
+            place["domain"] = domain
+        if place:
+            self.locations[node] = place
+
+    def racks(self):
+        """Every rack the hardware names: one per (NVLink domain, chassis serial number), since several
+        mini-racks may share one serial, never the serial alone; its trays in physical order.
+
+        Each rack: ``{domain, chassis_serial_number, trays: [{node, slot_number, tray_index, host_id,
+        state}], expected_trays, missing_trays}``; ``state`` is ``ok`` or the quarantine kind. A
+        quarantined tray that reported no domain joins the one rack of its chassis, if there is one.
+        """
+        states = {record.node: ("unhealthy" if record.unhealthy else "invalid")
+                  for record in self.quarantined.values() if record.node is not None}
+        groups, unplaced = {}, []
+        for node, place in self.locations.items():
+            serial = place.get("chassis_serial_number")
+            if not serial or (node not in self.nodes and node not in states):
+                continue
+            domain = self.nodes[node].domain if node in self.nodes else place.get("domain")
+            tray = {"node": node, **{key: place[key] for key in ("slot_number", "tray_index", "host_id")
+                                     if key in place}, "state": states.get(node, "ok")}
+            if domain is None and node in states:
+                unplaced.append((serial, tray))
+            else:
+                groups.setdefault((domain, serial), []).append(tray)
+        for serial, tray in unplaced:
+            keys = [key for key in groups if key[1] == serial]
+            groups.setdefault(keys[0] if len(keys) == 1 else (None, serial), []).append(tray)
+        racks = []
+        for (domain, serial), trays in sorted(groups.items(), key=lambda item: (
+                hostlist.natural_key(item[0][1]), hostlist.natural_key(item[0][0] or ""))):
+            trays.sort(key=lambda tray: (tray.get("slot_number", -1), tray.get("tray_index", -1),
+                                         tray.get("host_id", -1), hostlist.natural_key(tray["node"])))
+            rack = {"domain": domain, "chassis_serial_number": serial, "trays": trays,
+                    "expected_trays": self.rack_trays, "missing_trays": []}
+            seen = sorted({tray["tray_index"] for tray in trays if "tray_index" in tray})
+            if self.rack_trays and seen and len(seen) < self.rack_trays:
+                gaps = [index for index in range(seen[0], seen[-1] + 1) if index not in seen]
+                rack["missing_trays"] = gaps
+                rack["unseen_trays"] = self.rack_trays - len(seen)
+            racks.append(rack)
+        return racks
+
+    def rack_problems(self, racks=None):
+        """One line per rack problem: a domain in more than one chassis, a rack missing trays."""
+        racks = self.racks() if racks is None else racks
+        problems, chassis_of = [], {}
+        for rack in racks:
+            if rack["domain"] is not None:
+                chassis_of.setdefault(rack["domain"], []).append(rack)
+        for domain, found in chassis_of.items():
+            if len(found) > 1:
+                where = "; ".join(f"chassis {rack['chassis_serial_number']}: "
+                                  f"{hostlist.compress([tray['node'] for tray in rack['trays']])}" for rack in found)
+                problems.append(f"NVLink domain {domain} has trays in {len(found)} chassis: {where}")
+        for rack in racks:
+            if rack.get("unseen_trays"):
+                trays = len({tray["tray_index"] for tray in rack["trays"] if "tray_index" in tray})
+                named = rack["missing_trays"]
+                missing = (f"tray{'s' if len(named) > 1 else ''} {hostlist.compress([str(i) for i in named])} "
+                           "report nothing") if named else ""
+                beyond = rack["unseen_trays"] - len(named)
+                if beyond:
+                    missing += (("; and " if missing else "") + f"{beyond} more outside trays "
+                                f"{min(t.get('tray_index', 0) for t in rack['trays'])}-"
+                                f"{max(t.get('tray_index', 0) for t in rack['trays'])}")
+                problems.append(f"rack {rack_name(rack)}: {trays} of {rack['expected_trays']} trays; {missing}")
+        return problems
 
     # -- building -----------------------------------------------------------------------
 
@@ -333,6 +414,10 @@ class Topology:
             compact["domain_order"] = list(self.domain_order)
         if self.quarantined:  # carried along, so a model handed to the next module still reports (and drains) them
             compact["quarantined"] = self.quarantine_report(limit=None)
+        if self.locations:  # per node, not per group: a tray's place is its own
+            compact["locations"] = {node: dict(place) for node, place in self.locations.items()}
+        if self.rack_trays:
+            compact["rack_trays"] = self.rack_trays
         return compact
 
     @classmethod
@@ -343,7 +428,7 @@ class Topology:
         if data.get("format") != COMPACT_FORMAT:
             raise TopologyError(f"model.format must be {COMPACT_FORMAT!r}, got {clip(data.get('format'))}")
         check_known_keys(data, {"format", "switches", "switch_names", "nodes", "domain_order", "label_sets",
-                                "quarantined"}, "model")
+                                "quarantined", "locations", "rack_trays"}, "model")
         topo = cls()
         switches = data.get("switches") or {}
         if not isinstance(switches, dict):
@@ -393,6 +478,7 @@ class Topology:
             topo.add_nodes(members, group.get("switch"), group.get("domain"), group.get("sub_domain"),
                            labels, source=f"{where}.nodes")
         topo.restore_quarantine(data.get("quarantined") or [])
+        topo.restore_locations(data.get("locations") or {}, data.get("rack_trays"))
         domain_order = data.get("domain_order") or []
         if not isinstance(domain_order, list):
             raise TopologyError(f"model.domain_order must be a list of domain names, got {clip(domain_order)}")
@@ -400,9 +486,33 @@ class Topology:
             topo.declare_domain(domain, source=f"model.domain_order[{index}]")
         return topo.validate()
 
+    def restore_locations(self, locations, rack_trays=None, where="model.locations"):
+        """The ``locations`` and ``rack_trays`` of a compact model (as to_compact writes them)."""
+        if not isinstance(locations, dict):
+            raise TopologyError(f"{where} must be a mapping of node to its place")
+        if rack_trays is not None and (isinstance(rack_trays, bool) or not isinstance(rack_trays, int)
+                                       or not 0 < rack_trays <= MAX_RACK_TRAYS):
+            raise TopologyError(f"model.rack_trays must be a number from 1 to {MAX_RACK_TRAYS}, got {clip(rack_trays)}")
+        self.rack_trays = rack_trays
+        for node, place in locations.items():
+            at = f"{where}[{clip(node)}]"
+            check_name(node, at)
+            if not isinstance(place, dict):
+                raise TopologyError(f"{at} must be a mapping")
+            check_known_keys(place, set(LOCATION_KEYS) | {"domain"}, at)
+            for key, value in place.items():
+                numbered = key in ("slot_number", "tray_index", "host_id")
+                if numbered and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 255):
+                    raise TopologyError(f"{at}.{key} must be a number from 0 to 255, got {clip(value)}")
+                if not numbered:
+                    check_name(value, f"{at}.{key}") if key != "peer_type" else _check_text(value, f"{at}.{key}")
+            self.locations[node] = dict(place)
+
     def summary(self) -> dict:
         domains = self.domains()
         declared = set(self.domain_order)
+        racks = self.racks() if self.locations else []
+        extra = {"racks": [_rack_summary(rack) for rack in racks[:MAX_REPORTED_RACKS]]} if racks else {}
         return {
             "nodes": len(self.nodes),
             "switches": len(self.switches),
@@ -411,7 +521,34 @@ class Topology:
             "nodes_without_domain": sum(1 for node in self.nodes.values() if node.domain is None),
             "nodes_without_switch": sum(1 for node in self.nodes.values() if node.switch is None),
             "quarantined": len(self.quarantined),
+            **extra,
         }
+
+
+def rack_name(rack):
+    """How messages name a rack: its NVLink domain and its chassis (several racks may share a serial)."""
+    return f"{rack['domain'] or '(no NVLink domain)'} (chassis {rack['chassis_serial_number']})"
+
+
+def _rack_summary(rack):
+    """A rack in the summary: its name, its trays in physical order, and what is wrong with it."""
+    summary = {"rack": rack_name(rack), "domain": rack["domain"],
+               "chassis_serial_number": rack["chassis_serial_number"],
+               "trays": [tray["node"] for tray in rack["trays"]],
+               "schedulable": sum(1 for tray in rack["trays"] if tray["state"] == "ok")}
+    bad = [tray["node"] for tray in rack["trays"] if tray["state"] != "ok"]
+    if bad:
+        summary["quarantined"] = bad
+    if rack["expected_trays"]:
+        summary["expected_trays"] = rack["expected_trays"]
+    if rack.get("unseen_trays"):
+        summary["missing_trays"] = rack["unseen_trays"]
+    return summary
+
+
+def _check_text(value, where):
+    if not isinstance(value, str) or not value.isprintable() or len(value) > 64:
+        raise TopologyError(f"{where} must be a printable string of at most 64 characters, got {clip(value)}")
 
 
 def _as_recorded(text, width=200):
@@ -432,6 +569,10 @@ def quarantine_summary(topology, shown=5):
 # comment; its parser also treats quotes and '\\' specially. Such a name would change which
 # nodes a record holds, so it is refused where the model is built, naming its source.
 FORBIDDEN_NAME_CHARACTERS = ",[]=#\"'\\"
+# The place of a tray, as nvidia-smi's platform fields and NMX's LocationInfo give it.
+LOCATION_KEYS = ("chassis_serial_number", "slot_number", "tray_index", "host_id", "peer_type")
+MAX_RACK_TRAYS = 255
+MAX_REPORTED_RACKS = 1000
 MAX_NAME_LENGTH = 253  # a DNS name; longer is never a host, switch or rack name
 # \s is str.isspace() (both use Py_UNICODE_ISSPACE).
 _SPACE_OR_FORBIDDEN = re.compile(r"[\s" + re.escape(FORBIDDEN_NAME_CHARACTERS) + "]")

@@ -5,13 +5,12 @@
 from __future__ import annotations
 
 import os
-import shlex
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts, _nvidia_smi
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts
 
-# A node's nvidia-smi answer is one CSV row per GPU (a few KB); more is not an answer.
+# A node's nvidia-smi answer is one CSV row per GPU (a few KB), its -q report some 60 KB; more is not an answer.
 MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024
 
 
@@ -29,12 +28,9 @@ def run(module):
             facts["nvlink"] = {}
             executable = module.params["nvidia_smi_path"] or module.get_bin_path("nvidia-smi")
             if executable:
-                rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.QUERY)[1:], module.params["timeout"])
-                facts["nvlink"], problem = _node_facts.nvlink_clique(hostname, rc, stdout, stderr)
-                if module.params["fabric_health"] and facts["nvlink"].get("domain"):
-                    rc, stdout, stderr = _run([executable] + shlex.split(_nvidia_smi.HEALTH_QUERY)[1:],
-                                              module.params["timeout"])
-                    facts["nvlink"], problem = _node_facts.nvlink_health(hostname, facts["nvlink"], rc, stdout, stderr)
+                facts["nvlink"], problem = _node_facts.nvlink_facts(
+                    hostname, lambda args: _run([executable] + args, module.params["timeout"]),
+                    module.params["fabric_health"])
                 if problem:
                     module.warn(problem)
     module.exit_json(changed=False, ansible_facts={"topology_node": facts})

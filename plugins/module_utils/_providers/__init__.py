@@ -96,6 +96,9 @@ def discover(name, params=None, creds=None, warn=None, k8s_client=None):
         # pylint: disable-next=import-outside-toplevel
         from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_accelerator
         apply_accelerator(topology, accelerator, warn)
+    if topology.locations:
+        for problem in topology.rack_problems():
+            warn(problem)
     if topology.quarantined:
         if invalid_nodes == "fail":
             raise TopologyError(f"provider {name}: {len(topology.quarantined)} nodes have unusable data "

@@ -5,8 +5,8 @@
 * InfiniBand HCAs from sysfs: ``<sysfs>/class/infiniband/<dev>/node_guid``, ``sys_image_guid``,
   ``node_desc``, ``node_type`` and per port ``ports/<n>/state``, ``phys_state``, ``rate``,
   ``link_layer``, as the kernel's ib_core publishes them (Documentation/ABI/stable/sysfs-class-infiniband).
-* The NVLink clique, cluster UUID and fabric registration from nvidia-smi's fabric fields
-  (``_nvidia_smi.QUERY``, read by ``_nvidia_smi.node_fabric``).
+* The NVLink clique, cluster UUID, fabric registration and health, and the tray's place, from one
+  ``_nvidia_smi.QUERY`` (``nvlink_facts``), read and decided by ``_nvidia_smi``.
 
 A node without HCAs or GPUs gives empty facts, not an error. The facts feed the ``infiniband``
 provider (``params.node_facts``: HCA GUID -> node) and the ``nvidia_smi`` accelerator source
@@ -117,51 +117,76 @@ def _decoded(node, rc, stdout, stderr):
     return stdout, None
 
 
-def nvlink_clique(node, rc, stdout, stderr):
-    """(nvlink facts, problem): from one run of ``_nvidia_smi.QUERY`` (its output as bytes or text),
-    read by ``_nvidia_smi.node_fabric``, the parser of the ``nvidia_smi`` accelerator source.
+def nvlink_facts(node, run, fabric_health=True):
+    """(nvlink facts, problem) of this node: one ``_nvidia_smi.QUERY`` process through ``run(args) -> (rc,
+    stdout, stderr)``, read by the parser and decided by the decision of the ``nvidia_smi`` source.
 
-    No GPU (the driver's "no devices" exit) or GPUs outside an NVLink fabric (``N/A``, ``Not
-    Supported``) give ``{}`` and no problem. A fabric registration that is not complete and
-    successful gives ``{gpus, unhealthy: <reason>}`` and the reason, so the controller quarantines
-    the node with it. A failed run, output that is not UTF-8, or GPUs that disagree or report a
-    value that cannot be a domain name give ``{}`` and the problem, naming the node, for a warning.
+    A driver that answers ``Field "..." is not a valid field to query`` is asked again without that
+    field's group (the health or the platform fields; without the fabric fields it knows no NVLink),
+    and, where the health fields are missing, ``nvidia-smi -q`` gives the health. ``query`` in the facts
+    says which fields were read and where the health came from. No GPU (the driver's "no devices"
+    exit) or a driver without fabric fields give ``{}``; a failed run gives ``{unhealthy}``, output
+    that cannot be read ``{invalid}``, each with the problem for a warning.
     """
-    text, problem = _decoded(node, rc, stdout, stderr)
-    gpus = sum(1 for line in (text or "").splitlines() if line.strip())
-    if not gpus:
-        return {}, problem
-    try:
-        return _nvidia_smi.node_fabric(node, text), None
-    except _nvidia_smi.NotInFabric:
-        return {}, None
-    except NodeUnhealthy as exc:
-        return {"gpus": gpus, "unhealthy": str(exc)}, str(exc)
-    except TopologyError as exc:
-        return {}, str(exc)
-
-
-def nvlink_health(node, nvlink, rc, stdout, stderr):
-    """(nvlink facts, problem): ``nvlink`` (a clique from ``nvlink_clique``) after one run of
-    ``_nvidia_smi.HEALTH_QUERY`` (``nvidia-smi -q``), read by the same parser.
-
-    A degraded fabric (or a registration that ``-q`` reports unfinished) gives ``{gpus, unhealthy}``
-    and the reason; a ``-q`` run that fails or cannot be read leaves the clique as it was, with a
-    warning that the health was not checked; GPUs whose ``-q`` domain differs give ``{}``.
-    """
+    fields = _nvidia_smi.FIELDS if fabric_health else _nvidia_smi.FABRIC_FIELDS + _nvidia_smi.PLATFORM_FIELDS
+    for _attempt in range(len(_nvidia_smi.FIELD_GROUPS) + 1):
+        rc, stdout, stderr = run(_nvidia_smi.query(fields).split()[1:])
+        unknown = _nvidia_smi.UNKNOWN_FIELD.search(_text(stderr) + _text(stdout)) if rc not in (0, NVIDIA_SMI_NO_DEVICES) \
+            else None
+        if unknown is None:
+            break
+        group = next((names for names in _nvidia_smi.FIELD_GROUPS.values() if unknown.group(1) in names), None)
+        if group is None or not set(group) & set(fields):
+            return {}, None  # a driver that knows no fabric fields: no NVLink to report
+        fields = tuple(field for field in fields if field not in group)
     text, problem = _decoded(node, rc, stdout, stderr)
     if text is None:
-        return nvlink, f"{node}: the NVLink fabric health was not checked: {problem or 'nvidia-smi -q found no GPU'}"
+        return ({"unhealthy": problem} if problem and "not UTF-8" not in problem else
+                {"invalid": problem} if problem else {}), problem
     try:
-        checked = _nvidia_smi.node_fabric(node, text)
+        records, _attached = _nvidia_smi.parse(node, text, fields)
+        query = {"fields": list(fields), "health": "query" if set(_nvidia_smi.HEALTH_FIELDS) <= set(fields) else None}
+        attached = None
+        if fabric_health and query["health"] is None:
+            records, attached, problem = _health_from_report(node, run, records)
+            query["health"] = "nvidia-smi -q" if problem is None else None
+        facts = _nvidia_smi.summarize(node, records, attached)
     except NodeUnhealthy as exc:
-        return {"gpus": nvlink.get("gpus"), "unhealthy": str(exc)}, str(exc)
+        return {"unhealthy": str(exc)}, str(exc)
     except TopologyError as exc:
-        return nvlink, f"{node}: the NVLink fabric health was not checked: {exc}"
-    if checked["domain"] != nvlink.get("domain"):
-        return {}, (f"nvidia-smi output of {node}: nvidia-smi -q reports the NVLink domain {checked['domain']}, "
-                    f"the fabric query {nvlink.get('domain')}")
-    return dict(nvlink, health_checked=True), None
+        return {"invalid": str(exc)}, str(exc)
+    facts["query"] = query
+    facts["health_checked"] = query["health"] is not None
+    try:
+        _nvidia_smi.decide(node, facts)
+    except NodeUnhealthy as exc:
+        facts["unhealthy"] = str(exc)
+        return facts, str(exc)
+    except TopologyError as exc:
+        return {"gpus": facts["gpus"], "invalid": str(exc)}, str(exc)
+    return facts, problem
+
+
+def _health_from_report(node, run, records):
+    """``records`` with the health rows (and any platform fields they lack) of ``nvidia-smi -q``, GPU by
+    GPU in the same order, and the GPU count it prints; or the records as they were and why not."""
+    rc, stdout, stderr = run(_nvidia_smi.HEALTH_QUERY.split()[1:])
+    text, problem = _decoded(node, rc, stdout, stderr)
+    if text is None:
+        return records, None, f"{node}: the NVLink fabric health was not checked: {problem or 'nvidia-smi -q found no GPU'}"
+    try:
+        reported, attached = _nvidia_smi.parse(node, text)
+    except TopologyError as exc:
+        return records, None, f"{node}: the NVLink fabric health was not checked: {exc}"
+    if len(reported) != len(records):
+        return records, None, (f"{node}: the NVLink fabric health was not checked: nvidia-smi -q prints "
+                               f"{len(reported)} GPUs, the query {len(records)}")
+    merged = []
+    for (where, record), (_line, full) in zip(records, reported):
+        extra = {field: value for field, value in full.items() if field not in record and
+                 (field in _nvidia_smi.HEALTH_FIELDS or field in _nvidia_smi.PLATFORM_FIELDS)}
+        merged.append((where, dict(record, **extra)))
+    return merged, attached, None
 
 
 def annotations(facts, region="local"):

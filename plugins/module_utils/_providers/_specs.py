@@ -42,6 +42,25 @@ ACCELERATOR = {
                                       "node unhealthy and quarantines it; facts without a clique quarantine the "
                                       "node too (with `invalid_nodes: fail` either fails the run, naming the node). "
                                       "Required unless `source` is `none`."},
+        "require_domain": {"type": "list", "elements": "str", "default": [],
+                           "description": "Nodes (hostlist expressions, or `all`) that must be in a multi-node NVLink "
+                                          "domain: such a node whose GPUs are in none (an HGX-like all-zero cluster "
+                                          "UUID, or no fabric) is unhealthy. Without it only the hardware says so: "
+                                          "a GPU that reports an NVL chassis serial number belongs in a domain."},
+        "rack_trays": {"type": "int", "default": 18,
+                       "description": "Trays of a full rack (18 for an NVL72): a rack, named by its NVLink domain and "
+                                      "chassis serial number, that reports fewer is reported with the missing trays."},
+        "rack_escalation": {"type": "dict",
+                            "description": "Opt-in: take a whole rack out of NVLink placement when this many of its "
+                                           "trays are unhealthy or missing; its other trays are quarantined as "
+                                           "unhealthy with one reason naming the rack, the count and the trays (so "
+                                           "its block holds no nodes, and the opt-in drain and taint act on them), "
+                                           "within the shrink guard; the next run without the fault restores them.",
+                            "options": {
+                                "trays": {"type": "int", "description": "A count of bad trays."},
+                                "share": {"type": "float",
+                                          "description": "A share of the rack's trays, in percent (of `rack_trays`)."},
+                            }},
     },
 }
 

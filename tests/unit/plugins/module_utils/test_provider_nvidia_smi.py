@@ -9,14 +9,11 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, NodeUnhealthy, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import (
-    apply_nvidia_smi_domains,
-    node_domain,
-    node_fabric,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_nvidia_smi_domains
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 
 from ...conftest_paths import FIXTURES, REPO
+from ....nvidia_smi_shapes import node_domain, node_fabric
 
 NVIDIA_SMI = REPO / "tests" / "fixtures" / "nvidia-smi"
 
@@ -34,17 +31,14 @@ def test_identical_per_gpu_rows_are_one_domain():
 
 
 @pytest.mark.parametrize("text, message", [
-    (f"{UUID_A}, 32766\nN/A, N/A\n", r"nvidia-smi output of gpu7, row 2: fabric.clusterUuid is 'N/A'; the GPU is not in an NVLink fabric"),
-    (f"{UUID_A}, [N/A]\n", r"gpu7, row 1: fabric.cliqueId is '\[N/A\]'"),
-    (f"{UUID_A}, \n", r"gpu7, row 1: fabric.cliqueId is 'empty'"),
-    ("00000000-0000-0000-0000-000000000000, 0\n", r"gpu7, row 1: the cluster UUID is all zeros"),
     (rows(UUID_A, 32766, 2) + rows(UUID_B, 32766, 2),
      rf"gpu7: its GPUs are in different NVLink domains: {UUID_A}.32766 \(row 1\), {UUID_B}.32766 \(row 3\)"),
     (rows(UUID_A, 1, 1) + rows(UUID_A, 2, 1), r"gpu7: its GPUs are in different NVLink domains"),
-    (f"{UUID_A}\n",
-     r"gpu7, row 1: expected 'fabric.clusterUuid, fabric.cliqueId, fabric.state, fabric.status' "
-     r"\(or the older 'fabric.clusterUuid, fabric.cliqueId'\), got '6a4f"),
-    (f"{UUID_A}, 1, Completed\n", r"gpu7, row 1: expected 'fabric.clusterUuid, fabric.cliqueId, fabric.state"),
+    (f"{UUID_A}\n", r"gpu7, row 1: expected one of 17, 11, 10, 4, 2 columns, got 1: '6a4f.*other columns need a "
+                   r"header: --format=csv"),
+    (f"{UUID_A}, 1, Completed\n", r"gpu7, row 1: expected one of 17, 11, 10, 4, 2 columns, got 3"),
+    # An extra column is never folded into the status: without a header, a count that is no layout is refused.
+    (f"{UUID_A}, 1, Completed, Insufficient Resources, retry\n", r"gpu7, row 1: expected one of .* got 5"),
     ("\n", r"nvidia-smi output of gpu7 has no GPU row"),
 ])
 def test_unusable_rows_fail_naming_the_node(text, message):
@@ -84,10 +78,10 @@ def test_one_bad_node_is_quarantined_as_unhealthy_and_the_others_get_their_domai
     topology = Topology()
     topology.add_node("gpu1")
     topology.add_node("gpu2")
-    apply_nvidia_smi_domains(topology, {"gpu1": rows(UUID_A, 1), "gpu2": "N/A, N/A\n"})
+    apply_nvidia_smi_domains(topology, {"gpu1": rows(UUID_A, 1), "gpu2": fixture("fabric-in-progress.csv")})
     assert topology.nodes["gpu1"].domain == f"{UUID_A}.1" and "gpu2" not in topology.nodes
     record = topology.quarantined["gpu2"]
-    assert record.unhealthy and record.reason.startswith("nvidia-smi output of gpu2, row 1: fabric.clusterUuid is 'N/A'")
+    assert record.unhealthy and record.reason.startswith("nvidia-smi output of gpu2, row 1: fabric.state is 'In Progress'")
     assert topology.quarantine_report() == [{"node": "gpu2", "identifier": "gpu2", "source": "nvidia_smi",
                                              "reason": record.reason, "kind": "unhealthy"}]
 
@@ -103,7 +97,7 @@ def test_a_node_quarantined_once_stays_out_whatever_a_later_record_says():
 def test_every_node_quarantined_is_an_error_of_the_whole_run():
     topology = Topology()
     topology.add_node("gpu1")
-    apply_nvidia_smi_domains(topology, {"gpu1": "N/A, N/A\n"})
+    apply_nvidia_smi_domains(topology, {"gpu1": fixture("fabric-in-progress.csv")})
     with pytest.raises(TopologyError, match=r"every node was quarantined \(1\), so nothing is left to map: gpu1 "
                                             r"\(nvidia-smi output of gpu1, row 1"):
         topology.validate()
@@ -149,7 +143,8 @@ def test_accelerator_source_none_and_bad_specs():
     assert discover("inventory", dict(inventory, accelerator={"source": "none"})).nodes["gpu1"].domain is None
     with pytest.raises(TopologyError, match="provider inventory: params: value of source must be one of: nvidia_smi, nvidia-smi, none, got: kubernetes-label"):
         discover("inventory", dict(inventory, accelerator={"source": "kubernetes-label"}))
-    with pytest.raises(TopologyError, match="provider inventory: params.accelerator has unknown keys: nvidiaSmi; known: nvidia_smi, source"):
+    with pytest.raises(TopologyError, match="provider inventory: params.accelerator has unknown keys: nvidiaSmi; known: "
+                                            "nvidia_smi, rack_escalation, rack_trays, require_domain, source"):
         discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi", "nvidiaSmi": {}}))
     with pytest.raises(TopologyError, match="accelerator.nvidia_smi must map each node"):
         discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi"}))
@@ -162,20 +157,26 @@ def fixture(name):
 
 
 def test_the_query_uses_the_documented_property_names():
-    assert _nvidia_smi.QUERY == ("nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,"
-                                 "fabric.status --format=csv,noheader")
+    assert _nvidia_smi.QUERY == (
+        "nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status,"
+        "fabric.health.summary,fabric.health.bandwidth,fabric.health.route_recovery_in_progress,"
+        "fabric.health.route_unhealthy,fabric.health.access_timeout_recovery,fabric.health.incorrect_configuration,"
+        "fabric.health.partition_assigned,platform.chassis_serial_number,platform.slot_number,platform.tray_index,"
+        "platform.host_id,platform.peer_type,platform.module_id --format=csv,noheader")
 
 
 @pytest.mark.parametrize("name", ["fabric-completed.csv", "fabric-healthy.q.txt"])
 def test_a_completed_successful_healthy_tray_is_its_domain(name):
-    assert node_fabric("gpu7", fixture(name)) == {
+    facts = node_fabric("gpu7", fixture(name))
+    assert {key: facts[key] for key in ("cluster_uuid", "clique_id", "domain", "gpus", "state", "status", "fabric")} == {
         "cluster_uuid": UUID_A, "clique_id": "32766", "domain": f"{UUID_A}.32766", "gpus": 4,
-        "state": "Completed", "status": "Success"}
+        "state": "Completed", "status": "Success", "fabric": "domain"}
+    assert "unhealthy" not in facts
 
 
 def test_the_older_two_column_output_is_still_read_without_a_registration():
     assert node_fabric("gpu7", fixture("fabric-legacy-two-columns.csv")) == {
-        "cluster_uuid": UUID_A, "clique_id": "32766", "domain": f"{UUID_A}.32766", "gpus": 4}
+        "cluster_uuid": UUID_A, "clique_id": "32766", "domain": f"{UUID_A}.32766", "gpus": 4, "fabric": "domain"}
 
 
 @pytest.mark.parametrize("name, kind, message", [
@@ -183,16 +184,14 @@ def test_the_older_two_column_output_is_still_read_without_a_registration():
      "nvidia-smi output of gpu7, row 1: fabric.state is 'In Progress', not 'Completed'; the GPU has not finished "
      "registering with the NVLink fabric"),
     ("fabric-not-started.csv", NodeUnhealthy, "nvidia-smi output of gpu7, row 1: fabric.state is 'Not Started', not 'Completed'"),
-    ("fabric-not-supported.csv", _nvidia_smi.NotInFabric,
-     "nvidia-smi output of gpu7, row 1: fabric.state is 'N/A'; the GPU is not in an NVLink fabric"),
     ("fabric-failure.csv", NodeUnhealthy,
      "nvidia-smi output of gpu7, row 1: fabric.status is 'Unknown Error', not 'Success'; the GPU's registration "
      "with the NVLink fabric failed"),
     ("fabric-degraded-bandwidth.q.txt", NodeUnhealthy,
-     "nvidia-smi output of gpu7, line 35: Fabric Health Bandwidth is 'Degraded', not 'Full'; the GPU's NVLink "
+     "nvidia-smi output of gpu7, line 30: fabric.health.bandwidth is 'Degraded', not 'Full'; the GPU's NVLink "
      "fabric is degraded"),
     ("fabric-mixed.csv", NodeUnhealthy, "nvidia-smi output of gpu7, row 3: fabric.state is 'In Progress'"),
-], ids=["in-progress", "not-started", "not-supported", "failure-status", "degraded-bandwidth", "mixed-rows"])
+], ids=["in-progress", "not-started", "failure-status", "degraded-bandwidth", "mixed-rows"])
 def test_a_tray_not_registered_or_degraded_is_unhealthy_naming_node_row_field_and_value(name, kind, message):
     with pytest.raises(kind) as info:
         node_fabric("gpu7", fixture(name))
@@ -201,10 +200,8 @@ def test_a_tray_not_registered_or_degraded_is_unhealthy_naming_node_row_field_an
 
 
 @pytest.mark.parametrize("text, message", [
-    (f"{UUID_A}, 1, Not Supported, N/A\n", "fabric.state is 'Not Supported'; the GPU is not in an NVLink fabric"),
     (f"{UUID_A}, 1, completed, success\n", None),  # nvidia-smi's words, whatever the case
-    (f"{UUID_A}, 1, Completed, Insufficient Resources, retry\n",  # the status, last, may hold a comma
-     "fabric.status is 'Insufficient Resources, retry', not 'Success'"),
+    (f"{UUID_A}, 1, Completed, Insufficient Resources\n", "fabric.status is 'Insufficient Resources', not 'Success'"),
     (f"{UUID_A}, 1, Completed, \n", "fabric.status is 'empty', not 'Success'"),
     (f"{UUID_A}, 1, {'S' * 5000}, Success\n", r"fabric.state is 'SSSS"),
 ])
@@ -227,12 +224,16 @@ def full_query(state="Completed", status="Success", **health):
 
 
 @pytest.mark.parametrize("health, message", [
-    ({"Summary": "Unhealthy"}, "Fabric Health Summary is 'Unhealthy', not 'Healthy'"),
-    ({"Summary": "Limited Capacity", "Bandwidth": "Degraded"}, "Fabric Health Bandwidth is 'Degraded'"),
-    ({"Route_Unhealthy": "True"}, "Fabric Health Route Unhealthy is 'True', not 'False'"),
-    ({"Route_Recovery_in_progress": "True"}, "Fabric Health Route Recovery in progress is 'True'"),
-    ({"Access_Timeout_Recovery": "True"}, "Fabric Health Access Timeout Recovery is 'True'"),
-    ({"Incorrect_Configuration": "Insufficient Nvlinks"}, "Fabric Health Incorrect Configuration is 'Insufficient"),
+    ({"Summary": "Unhealthy"}, "fabric.health.summary is 'Unhealthy', not 'Healthy'"),
+    ({"Summary": "Limited Capacity", "Bandwidth": "Degraded"}, "fabric.health.bandwidth is 'Degraded'"),
+    ({"Summary": "Limited Capacity"}, "fabric.health.summary is 'Limited Capacity'"),
+    ({"Route_Unhealthy": "True"}, "fabric.health.route_unhealthy is 'True', not 'False'"),
+    ({"Route_Recovery_in_progress": "True"}, "fabric.health.route_recovery_in_progress is 'True'"),
+    ({"Access_Timeout_Recovery": "True"}, "fabric.health.access_timeout_recovery is 'True'"),
+    ({"Incorrect_Configuration": "Insufficient Nvlinks"}, "fabric.health.incorrect_configuration is 'Insufficient"),
+    ({"Partition_Assigned": "False"}, "fabric.health.partition_assigned is 'False', not 'True'; the GPU is in no NVLink "
+                                      "partition"),
+    ({"Partition_Assigned": "True"}, None),
     ({"Summary": "N/A", "Bandwidth": "Not Supported"}, None),  # not reported: nothing to judge
 ])
 def test_each_health_row_of_the_full_query(health, message):
@@ -240,14 +241,14 @@ def test_each_health_row_of_the_full_query(health, message):
     if message is None:
         assert node_domain("gpu7", text) == f"{UUID_A}.7"
         return
-    with pytest.raises(NodeUnhealthy, match="nvidia-smi output of gpu7, line 2: " + message):
+    with pytest.raises(NodeUnhealthy, match="nvidia-smi output of gpu7, line 1: " + message):
         node_domain("gpu7", text)
 
 
 def test_the_full_query_registration_is_checked_like_the_csv_one():
-    with pytest.raises(NodeUnhealthy, match="line 2: fabric.state is 'In Progress'"):
+    with pytest.raises(NodeUnhealthy, match="line 1: fabric.state is 'In Progress'"):
         node_domain("gpu7", full_query(state="In Progress", status="N/A"))
-    with pytest.raises(NodeDataError, match="line 2: fabric.cliqueId: '7 x' contains white space"):
+    with pytest.raises(NodeDataError, match="line 1: fabric.cliqueId: '7 x' contains white space"):
         node_domain("gpu7", full_query().replace("CliqueId   : 7", "CliqueId   : 7 x"))
 
 
@@ -262,7 +263,7 @@ def test_a_registered_result_of_bytes_that_were_not_utf8_is_refused():
 @pytest.mark.parametrize("text, message", [
     ("x" * (_nvidia_smi.MAX_OUTPUT_CHARS + 1), "has 1048577 characters, more than 1048576"),
     (f"{UUID_A}, 1, Completed, Success\n" * (_nvidia_smi.MAX_ROWS + 1), "has more than 4096 GPU rows"),
-    ("    Fabric\n" * (_nvidia_smi.MAX_ROWS + 1), "has more than 4096 Fabric sections"),
+    ("    Fabric\n        State : N/A\n" * (_nvidia_smi.MAX_ROWS + 1), "has more than 4096 GPU sections"),
 ])
 def test_the_output_of_one_node_is_bounded(text, message):
     with pytest.raises(NodeDataError, match=message):

@@ -20,7 +20,7 @@ from ...conftest_paths import MODELS
 from .module_runner import run_module
 
 UUID = "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f"
-UNHEALTHY = "N/A, N/A\n"
+UNHEALTHY = "00000000-0000-0000-0000-000000000000, 0, In Progress, N/A\n"
 
 
 def block_args(nvidia_smi=None, **extra):
@@ -43,7 +43,7 @@ def test_an_unhealthy_node_is_in_no_block_and_reported_by_name(monkeypatch, tmp_
     assert "node1101" not in dest.read_text() and "BlockName=nvl-1-1 Nodes=node[1102-1118]" in dest.read_text()
     assert result["summary"]["quarantined"] == 1 and result["summary"]["nodes"] == 71
     assert [(q["node"], q["kind"], q["source"]) for q in result["quarantined"]] == [("node1101", "unhealthy", "nvidia_smi")]
-    assert result["quarantined"][0]["reason"].startswith("nvidia-smi output of node1101, row 1: fabric.clusterUuid is 'N/A'")
+    assert result["quarantined"][0]["reason"].startswith("nvidia-smi output of node1101, row 1: fabric.state is 'In Progress'")
     assert [w for w in result["summary"]["warnings"] if w.startswith("1 nodes quarantined (left out of the map): node1101 (")]
 
 
@@ -134,7 +134,7 @@ def test_a_quarantine_record_in_a_model_is_checked(monkeypatch):
 def test_k8s_node_labels_given_the_model_warns_about_its_quarantine(monkeypatch):
     monkeypatch.delenv("K8S_AUTH_KUBECONFIG", raising=False)
     record = {"node": "gpu-9", "identifier": "gpu-9", "source": "nvidia_smi", "kind": "unhealthy",
-              "reason": "nvidia-smi output of gpu-9, row 1: fabric.clusterUuid is 'N/A'"}
+              "reason": "nvidia-smi output of gpu-9, row 1: fabric.state is 'In Progress'"}
     model = {"format": "aifactory.topology/v1", "switches": {}, "nodes": [{"nodes": "gpu-[1-2]", "domain": "c1"}],
              "quarantined": [record]}
     with FakeApiServer() as api:
@@ -147,7 +147,7 @@ def test_k8s_node_labels_given_the_model_warns_about_its_quarantine(monkeypatch)
     assert not result["failed"], result.get("msg")
     assert result["changed"] is False and result["quarantined"] == [record]
     assert quarantine_lines(result) == ["1 nodes quarantined (left out of the map): gpu-9 (nvidia-smi output of gpu-9, "
-                                        "row 1: fabric.clusterUuid is 'N/A')"]
+                                        "row 1: fabric.state is 'In Progress')"]
 
 
 def test_topology_graph_returns_the_quarantined_list_discovered_or_from_a_model(monkeypatch):

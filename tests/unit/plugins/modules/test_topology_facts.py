@@ -67,19 +67,29 @@ def sysfs(tmp_path):
 
 
 def fake_nvidia_smi(tmp_path, output, rc=0, full=HEALTHY, full_rc=0):
-    """nvidia-smi answering the fabric query with ``output`` and ``-q`` with ``full``; any other
-    arguments exit 2, as nvidia-smi does for a query it does not know."""
+    """nvidia-smi of a driver that knows only the fabric fields (as 550 does): the fabric query answers
+    ``output``, a query with any other field the driver's "not a valid field" answer (exit 2), ``-q``
+    ``full``; anything else exits 2."""
     script = tmp_path / "bin" / "nvidia-smi"
     script.parent.mkdir(exist_ok=True)
     for name, text in (("recorded.txt", output), ("full.txt", full)):
         path = tmp_path / name
         path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    fabric = ",".join(_nvidia_smi.FABRIC_FIELDS)
     script.write_text(f"#!/bin/sh\n"
-                      f"if [ \"$1 $2\" = '--query-gpu={','.join(_nvidia_smi.FIELDS)} --format=csv,noheader' ]; then\n"
+                      f"echo \"$*\" >> '{tmp_path / 'calls.log'}'\n"
+                      f"if [ \"$1 $2\" = '--query-gpu={fabric} --format=csv,noheader' ]; then\n"
                       f"  cat '{tmp_path / 'recorded.txt'}'; exit {rc}\nfi\n"
+                      f"case \"$1\" in --query-gpu=*)\n"
+                      f"  field=$(echo \"$1\" | sed 's/^--query-gpu=//' | tr , '\\n' | grep -v '^fabric\\.[a-zA-Z]*$' | head -1)\n"
+                      f"  echo \"Field \\\"$field\\\" is not a valid field to query.\"; echo; exit 2;;\nesac\n"
                       f"[ \"$*\" = -q ] || exit 2\ncat '{tmp_path / 'full.txt'}'\nexit {full_rc}\n")
     script.chmod(0o755)
     return str(script)
+
+
+def calls(tmp_path):
+    return (tmp_path / "calls.log").read_text().splitlines()
 
 
 @pytest.fixture
@@ -118,19 +128,33 @@ def test_the_module_gathers_hcas_clique_and_hostname(run, sysfs, tmp_path):
     node = result["ansible_facts"]["topology_node"]
     assert node["hostname"] == os.uname().nodename
     assert len(node["infiniband"]) == 3
+    # A 550-like driver: the full query is refused field group by field group, the health comes from -q.
     assert node["nvlink"] == {"cluster_uuid": UUID, "clique_id": "32766", "domain": f"{UUID}.32766", "gpus": 4,
-                              "state": "Completed", "status": "Success", "health_checked": True}
+                              "state": "Completed", "status": "Success", "fabric": "domain",
+                              "health": {"summary": "Healthy", "bandwidth": "Full", "route_recovery_in_progress": "False",
+                                         "route_unhealthy": "False", "access_timeout_recovery": "False",
+                                         "incorrect_configuration": "None"},
+                              "query": {"fields": list(_nvidia_smi.FABRIC_FIELDS), "health": "nvidia-smi -q"},
+                              "health_checked": True}
+    assert [call.split(" ")[0].split("=")[0] for call in calls(tmp_path)] == ["--query-gpu"] * 3 + ["-q"]
 
 
-@pytest.mark.parametrize("output, rc", [NO_DEVICES, (f"{UUID}, N/A\n" * 8, 0),
-                                        ("00000000-0000-0000-0000-000000000000, 0\n", 0), ("", 0),
-                                        ((NVIDIA_SMI / "fabric-not-supported.csv").read_text(), 0)],
-                         ids=["no-gpu", "not-in-a-fabric", "not-registered", "empty", "not-supported"])
-def test_nodes_without_ib_or_nvlink_get_empty_facts_not_errors(run, tmp_path, output, rc):
-    result = run({"sysfs_root": str(tmp_path / "no-sys"), "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc)})
+@pytest.mark.parametrize("output, rc, fabric", [
+    (NO_DEVICES[0], NO_DEVICES[1], None),
+    ("00000000-0000-0000-0000-000000000000, 0, Completed, Success\n" * 8, 0, "node"),
+    ((NVIDIA_SMI / "fabric-not-supported.csv").read_text(), 0, "none"),
+], ids=["no-gpu", "hgx-registered-inside-the-node", "no-fabric"])
+def test_nodes_without_a_multi_node_domain_are_not_errors(run, tmp_path, output, rc, fabric):
+    result = run({"sysfs_root": str(tmp_path / "no-sys"), "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc),
+                  "fabric_health": False})
     assert not result["failed"] and result["warnings"] == []
     node = result["ansible_facts"]["topology_node"]
-    assert node["infiniband"] == [] and node["nvlink"] == {}
+    assert node["infiniband"] == [] and node["nvlink"].get("fabric") == fabric
+    assert "unhealthy" not in node["nvlink"] and "domain" not in node["nvlink"]
+    topology = Topology()
+    topology.add_node("other", domain="rack1")
+    apply_nvidia_smi_domains(topology, {"gpu1": node})
+    assert not topology.quarantined and topology.nodes["gpu1"].domain is None
 
 
 def test_without_nvidia_smi_on_the_path_there_are_no_gpu_facts(run, tmp_path, monkeypatch):
@@ -139,26 +163,32 @@ def test_without_nvidia_smi_on_the_path_there_are_no_gpu_facts(run, tmp_path, mo
     assert not result["failed"] and result["ansible_facts"]["topology_node"] == {"nvlink": {}}
 
 
-@pytest.mark.parametrize("output, rc, warning", [
-    (f"{UUID}, 1\n{UUID}, 2\n", 0, "its GPUs are in different NVLink domains"),
-    ("", 9, "nvidia-smi failed (rc=9)"),
+@pytest.mark.parametrize("output, rc, key, warning", [
+    (f"{UUID}, 1, Completed, Success\n{UUID}, 2, Completed, Success\n", 0, "invalid",
+     "its GPUs are in different NVLink domains"),
+    ("", 9, "unhealthy", "nvidia-smi failed (rc=9)"),
 ])
-def test_disagreeing_gpus_or_a_failing_nvidia_smi_warn_and_give_empty_nvlink(run, tmp_path, output, rc, warning):
+def test_disagreeing_gpus_or_a_failing_nvidia_smi_warn_and_say_why(run, tmp_path, output, rc, key, warning):
     result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, output, rc)})
-    assert not result["failed"] and result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert not result["failed"] and warning in nvlink[key] and "domain" not in nvlink
     assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
+    topology = Topology()
+    apply_nvidia_smi_domains(topology, {"gpu1": nvlink})
+    assert topology.quarantined["gpu1"].unhealthy is (key == "unhealthy") and warning in topology.quarantined["gpu1"].reason
 
 
 @pytest.mark.parametrize("output, warning", [
     (f"{UUID}, 32766\n".encode() + b"\xff\xfe, 32766\n",
      f"nvidia-smi output of {os.uname().nodename}, row 2: not UTF-8 (byte 0xff)"),
-    (f"{UUID}, 7 BlockName=evil Nodes=victim[01-99]\n",
+    (f"{UUID}, 7 BlockName=evil Nodes=victim[01-99], Completed, Success\n",
      f"nvidia-smi output of {os.uname().nodename}, row 1: fabric.cliqueId: '7 BlockName=evil"),
-    (f"{UUID}, {'7' * 2000}\n", "fabric.cliqueId: '7777"),
+    (f"{UUID}, {'7' * 2000}, Completed, Success\n", "fabric.cliqueId: '7777"),
 ], ids=["not-utf8", "slurm-record", "2000-characters"])
 def test_unusable_nvidia_smi_output_is_a_warning_naming_the_node_not_a_traceback(run, tmp_path, output, warning):
     result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, output)})
-    assert not result["failed"] and result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert not result["failed"] and warning in nvlink["invalid"] and "domain" not in nvlink
     assert len(result["warnings"]) == 1 and warning in result["warnings"][0]
     assert len(result["warnings"][0]) < 300  # the message quotes a clipped value, not 2,000 characters
 
@@ -176,7 +206,7 @@ def test_a_hung_or_flooding_nvidia_smi_is_bounded(run, tmp_path, script, timeout
     path.chmod(0o755)
     result = run({"gather": ["nvlink"], "nvidia_smi_path": str(path), "timeout": timeout})
     assert warning in result["warnings"][0]
-    assert result["ansible_facts"]["topology_node"]["nvlink"] == {}
+    assert warning in result["ansible_facts"]["topology_node"]["nvlink"]["unhealthy"]
 
 
 def test_the_hung_child_of_a_wrapper_is_not_left_running(run, tmp_path):
@@ -199,7 +229,7 @@ def test_an_unfinished_or_failed_registration_is_unhealthy_facts_and_a_warning(r
     result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, (NVIDIA_SMI / name).read_text())})
     nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
     message = f"nvidia-smi output of {os.uname().nodename}, {warning}"
-    assert not result["failed"] and nvlink == {"gpus": 4, "unhealthy": nvlink["unhealthy"]}
+    assert not result["failed"] and nvlink["gpus"] == 4
     assert nvlink["unhealthy"].startswith(message) and result["warnings"] == [nvlink["unhealthy"]]
     # The controller quarantines the node with that reason.
     topology = Topology()
@@ -209,45 +239,47 @@ def test_an_unfinished_or_failed_registration_is_unhealthy_facts_and_a_warning(r
                                          "unhealthy NVLink fabric: .*" + warning.replace("(", r"\("), record.reason)
 
 
-def test_a_degraded_fabric_in_the_full_query_is_unhealthy(run, tmp_path):
+def test_a_degraded_fabric_from_the_report_is_unhealthy(run, tmp_path):
     degraded = (NVIDIA_SMI / "fabric-degraded-bandwidth.q.txt").read_text()
     result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY, full=degraded)})
     nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
-    assert nvlink == {"gpus": 4, "unhealthy": f"nvidia-smi output of {os.uname().nodename}, line 35: Fabric Health "
-                                              "Bandwidth is 'Degraded', not 'Full'; the GPU's NVLink fabric is degraded"}
+    assert nvlink["unhealthy"] == (f"nvidia-smi output of {os.uname().nodename}, row 2: fabric.health.bandwidth is "
+                                   "'Degraded', not 'Full'; the GPU's NVLink fabric is degraded")
     assert result["warnings"] == [nvlink["unhealthy"]]
     topology = Topology()
     apply_nvidia_smi_domains(topology, {"gpu1": nvlink})
-    assert topology.quarantined["gpu1"].unhealthy and "Bandwidth is 'Degraded'" in topology.quarantined["gpu1"].reason
+    assert topology.quarantined["gpu1"].unhealthy and "bandwidth is 'Degraded'" in topology.quarantined["gpu1"].reason
 
 
-def test_without_fabric_health_only_the_fabric_query_runs(run, tmp_path):
+def test_without_fabric_health_neither_the_health_fields_nor_the_report_are_read(run, tmp_path):
     script = fake_nvidia_smi(tmp_path, GB200_TRAY, full=b"\xff", full_rc=9)  # -q would warn
     result = run({"gather": ["nvlink"], "nvidia_smi_path": script, "fabric_health": False})
     assert result["warnings"] == []
-    assert result["ansible_facts"]["topology_node"]["nvlink"] == {
-        "cluster_uuid": UUID, "clique_id": "32766", "domain": f"{UUID}.32766", "gpus": 4,
-        "state": "Completed", "status": "Success"}
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert nvlink["domain"] == f"{UUID}.32766" and nvlink["health_checked"] is False and "health" not in nvlink
+    assert all("health" not in call and call != "-q" for call in calls(tmp_path))
 
 
 @pytest.mark.parametrize("full, full_rc, warning", [
     ("", 9, "the NVLink fabric health was not checked: nvidia-smi failed (rc=9)"),
-    (b"GPU 1\n    Fabric\n        State : \xff\n", 0, "the NVLink fabric health was not checked: nvidia-smi output of"),
-    ("no fabric section\n", 0, "the NVLink fabric health was not checked: nvidia-smi output of"),
+    (b"GPU 00000008:01:00.0\n    Fabric\n        State : \xff\n", 0,
+     "the NVLink fabric health was not checked: nvidia-smi output of"),
+    ("Attached GPUs : 4\n", 0, "the NVLink fabric health was not checked: nvidia-smi -q prints 0 GPUs, the query 4"),
 ], ids=["failing", "not-utf8", "no-section"])
-def test_a_full_query_that_cannot_be_read_keeps_the_clique_and_says_so(run, tmp_path, full, full_rc, warning):
+def test_a_report_that_cannot_be_read_keeps_the_clique_and_says_so(run, tmp_path, full, full_rc, warning):
     script = fake_nvidia_smi(tmp_path, GB200_TRAY, full=full, full_rc=full_rc)
     result = run({"gather": ["nvlink"], "nvidia_smi_path": script})
     assert not result["failed"] and len(result["warnings"]) == 1 and warning in result["warnings"][0]
-    assert result["ansible_facts"]["topology_node"]["nvlink"]["domain"] == f"{UUID}.32766"
-    assert "health_checked" not in result["ansible_facts"]["topology_node"]["nvlink"]
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert nvlink["domain"] == f"{UUID}.32766" and nvlink["health_checked"] is False
 
 
-def test_a_full_query_in_another_domain_gives_no_clique(run, tmp_path):
-    other = HEALTHY.replace("32766", "4026")
-    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY, full=other)})
-    assert result["ansible_facts"]["topology_node"]["nvlink"] == {}
-    assert f"nvidia-smi -q reports the NVLink domain {UUID}.4026, the fabric query {UUID}.32766" in result["warnings"][0]
+def test_a_gpu_the_report_counts_but_does_not_print_makes_the_tray_unhealthy(run, tmp_path):
+    lost = HEALTHY.replace("Attached GPUs                             : 4", "Attached GPUs                             : 5")
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": fake_nvidia_smi(tmp_path, GB200_TRAY, full=lost)})
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert nvlink["unhealthy"] == (f"nvidia-smi output of {os.uname().nodename}: 5 GPUs are attached and 4 print "
+                                   "their state; a GPU was lost (fallen off the bus?)")
 
 
 # -- the providers take the facts ----------------------------------------------------------
@@ -296,9 +328,9 @@ def test_nvidia_smi_source_takes_gathered_facts_and_names_a_node_without_a_cliqu
     topology.add_node("gpu1")
     apply_nvidia_smi_domains(topology, {"gpu1": node, "gpu2": node["nvlink"]})
     assert topology.nodes["gpu1"].domain == topology.nodes["gpu2"].domain == f"{UUID}.32766"
-    apply_nvidia_smi_domains(topology, {"gpu3": {"hostname": "gpu3", "nvlink": {}}})
+    apply_nvidia_smi_domains(topology, {"gpu3": {"hostname": "gpu3"}})
     assert topology.quarantined["gpu3"].reason.startswith(
-        "accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no NVLink clique")
+        "accelerator.nvidia_smi.gpu3: the gathered facts of gpu3 have no nvlink part")
 
 
 def test_annotations_for_kubernetes_from_facts():
