@@ -208,7 +208,7 @@ class Topology:
             if rack.get("unseen_trays"):
                 trays = len({tray["tray_index"] for tray in rack["trays"] if "tray_index" in tray})
                 named = rack["missing_trays"]
-                missing = (f"tray{'s' if len(named) > 1 else ''} {hostlist.compress([str(i) for i in named])} "
+                missing = (f"tray{'s' if len(named) > 1 else ''} {','.join(map(str, named))} "
                            "report nothing") if named else ""
                 beyond = rack["unseen_trays"] - len(named)
                 if beyond:

@@ -107,7 +107,7 @@ Q_NAMES = {
 }
 _GPU_HEADER = re.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _ATTACHED = re.compile(r"Attached GPUs\s*:\s*(\d{1,4})\s*")
-_FIELD_NAME = re.compile(r"[a-z][A-Za-z_]*(\.[A-Za-z_]+)+")
+_FIELD_NAME = re.compile(r"[a-z][A-Za-z0-9_.]*")
 COMPLETED = "Completed"
 SUCCESS = "Success"
 # One row per GPU is a few hundred bytes; -q of 8 GPUs is about 60 KB; a node has at most a few dozen GPUs.
@@ -157,7 +157,8 @@ def _csv_records(node, lines, fields):
     numbered = [(number, line.strip()) for number, line in enumerate(lines, start=1) if line.strip()]
     if numbered and fields is None:
         cells = [cell.strip() for cell in numbered[0][1].split(",")]
-        if all(_FIELD_NAME.fullmatch(cell) for cell in cells):  # a header (--format=csv): read by name
+        # A header (--format=csv): property names, among them ours; read by name.
+        if all(_FIELD_NAME.fullmatch(cell) for cell in cells) and set(cells) & set(FIELDS):
             fields = tuple(cells)
             numbered = numbered[1:]
     records = []
@@ -506,9 +507,10 @@ def escalate_racks(topology, escalation):
         if not count or not ((escalation.get("trays") and count >= escalation["trays"])
                              or (escalation.get("share") is not None and share >= escalation["share"])):
             continue
-        named = [str(tray.get("tray_index", tray["node"])) for tray in bad] + [str(i) for i in rack["missing_trays"]]
+        named = sorted([tray.get("tray_index", tray["node"]) for tray in bad] + rack["missing_trays"],
+                       key=lambda item: hostlist.natural_key(str(item)))
         reason = (f"rack {rack_name(rack)} is taken out of NVLink placement: {count} of {expected} trays are "
-                  f"unhealthy or missing (trays {hostlist.compress(named)})")
+                  f"unhealthy or missing (trays {','.join(map(str, named))})")
         for tray in rack["trays"]:
             if tray["state"] == "ok":
                 topology.quarantine(tray["node"], "rack_escalation", reason, unhealthy=True)
