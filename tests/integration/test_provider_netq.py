@@ -133,7 +133,15 @@ def test_login_premises_graph_and_nmx_domains_end_to_end(server):
         "switch_names": {"node0": "net-unit-l1", "node3": "net-unit-s1", "node9": "net-unit-l2"},
         "nodes": [{"nodes": "dgx-[03-04]", "switch": "node0"}, {"nodes": "dgx-[05-08]", "switch": "node9"},
                   {"nodes": "dgx-[01-02]", "switch": "node0", "domain": DOMAIN}],
+        # NMX's LocationInfo: where each tray is (the racks of the summary).
+        "locations": {"dgx-01": {"chassis_serial_number": "1825024170029", "slot_number": 5, "tray_index": 4,
+                                 "host_id": 1, "domain": DOMAIN},
+                      "dgx-02": {"chassis_serial_number": "1825024170029", "slot_number": 22, "tray_index": 12,
+                                 "host_id": 1, "domain": DOMAIN}},
     }
+    assert topology.summary()["racks"] == [{
+        "rack": f"{DOMAIN} (chassis 1825024170029)", "domain": DOMAIN, "chassis_serial_number": "1825024170029",
+        "trays": ["dgx-01", "dgx-02"], "schedulable": 2}]
     assert server.routes() == [("POST", LOGIN), ("GET", SELECT), ("POST", FETCH), ("GET", NMX)]
     login, select, fetch, nmx = server.requests
     assert login.headers["content-type"] == "application/json" and login.headers["accept"] == "application/json"
@@ -234,6 +242,21 @@ def test_one_nmx_domain_that_is_not_a_name_quarantines_that_node_only(server):
     assert "dgx-01" not in topology.nodes and topology.nodes["dgx-02"].domain == COMPUTE_NODES[1]["DomainUUID"]
     assert "DomainUUID 'dom BlockName=evil' contains" in topology.quarantined["dgx-01"].reason
     assert any(w.startswith("1 nodes quarantined (left out of the map): dgx-01 (") for w in warnings)
+
+
+def test_an_nmx_unhealthy_tray_is_quarantined_as_unhealthy_and_a_bad_place_as_invalid(server):
+    server.compute_nodes = [dict(COMPUTE_NODES[0], Name="dgx-01", Health="DEGRADED"),
+                            dict(COMPUTE_NODES[1], Name="dgx-02", LocationInfo=dict(COMPUTE_NODES[1]["LocationInfo"],
+                                                                                      TrayIndex="twelve"))]
+    topology, warnings = run(server)
+    assert "dgx-01" not in topology.nodes and "dgx-02" not in topology.nodes
+    record = topology.quarantined["dgx-01"]
+    assert record.unhealthy and record.reason.endswith("[0]: NMX reports Health 'DEGRADED', not 'HEALTHY'")
+    assert not topology.quarantined["dgx-02"].unhealthy
+    assert "[1].LocationInfo: location: nvidia-smi output of dgx-02, row 1: platform.tray_index must be a number " \
+           "from 0 to 255, got 'twelve'" in topology.quarantined["dgx-02"].reason
+    # The unhealthy tray stays in its rack, reported as quarantined.
+    assert topology.summary()["racks"][0]["quarantined"] == ["dgx-01"]
 
 
 def test_wrong_credentials_fail_at_login_without_retrying_and_never_show_the_password(server):

@@ -518,15 +518,19 @@ def escalate_racks(topology, escalation):
 
 def _locate(topology, node, facts, where):
     """The tray's place from its facts: gathered facts are the node's word, so checked as the parser checks."""
-    location = facts["location"]
+    domain = facts.get("domain") if isinstance(facts.get("domain"), str) and not name_problem(facts["domain"]) else None
+    topology.locate(node, checked_location(node, facts["location"], where), domain)
+
+
+def checked_location(node, location, where):
+    """A place given as ``{chassis_serial_number, slot_number, tray_index, host_id, peer_type}`` (gathered
+    facts, NMX's LocationInfo), checked as nvidia-smi's platform fields are; NodeDataError names the field."""
     records = [(1, {field: str(location[key]) for field, key in PLATFORM_KEYS.items()
                     if location.get(key) not in (None, "")})]
     try:
-        checked = _location(node, records)
+        return _location(node, records)
     except NodeDataError as exc:
         raise NodeDataError(f"{where}: location: {exc}") from None
-    domain = facts.get("domain") if isinstance(facts.get("domain"), str) and not name_problem(facts["domain"]) else None
-    topology.locate(node, checked, domain)
 
 
 def _report_contradictions(topology, declared, warn):

@@ -11,8 +11,10 @@ Calls, in order (the same as Topograph):
    ``POST api/netq/telemetry/v1/object/topologygraph/fetch-topology?timestamp=0`` with
    ``{"filters": [], "subgroupNestingDepth": 2}`` -> ``[{nodes: [{compounded_nodes: [{id,
    name, tier}]}], links: [{id: "<a>-*-<b>"}]}]`` (tier -1 is a host);
-3. ``GET nmx/v1/compute-nodes`` (Basic auth) -> ``[{Name, DomainUUID}]``: the NVLink domain of
-   each node. Best effort: on failure the tree is returned with a warning.
+3. ``GET nmx/v1/compute-nodes`` (Basic auth) -> ``[{Name, DomainUUID, Health, LocationInfo}]``: the
+   NVLink domain of each node, its health (a tray that is not ``HEALTHY`` is quarantined as unhealthy)
+   and its place (``ChassisSerialNumber``, ``SlotID``, ``TrayIndex``, ``HostID``: the racks of the
+   summary). Best effort: on failure the tree is returned with a warning.
 
 The graph is built from the hosts up along links to higher tiers, then collapsed
 (``_merger``). Switch ids are NetQ's node ids and their names NetQ's host names; with more
@@ -29,6 +31,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._transport.http
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, RemoteAPIError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._cloud import http_client, secret
+from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import checked_location
 from ansible_collections.aifactory.topology.plugins.module_utils._providers.inventory_vars import _expand
 
 LOGIN = "api/netq/auth/v1/login"
@@ -36,6 +39,10 @@ SELECT_OPID = "api/netq/auth/v1/select/opid/{opid}"
 FETCH_TOPOLOGY = "api/netq/telemetry/v1/object/topologygraph/fetch-topology"
 TOPOLOGY_QUERY = {"filters": [], "subgroupNestingDepth": 2}
 NMX_COMPUTE_NODES = "nmx/v1/compute-nodes"
+NMX_HEALTHY = "HEALTHY"
+# NMX's LocationInfo keys, as the tray's place (the keys of nvidia-smi's platform fields in the model).
+NMX_LOCATION = {"chassis_serial_number": "ChassisSerialNumber", "slot_number": "SlotID", "tray_index": "TrayIndex",
+                "host_id": "HostID"}
 HOST_TIER = -1
 LINK_SEPARATOR = "-*-"
 
@@ -188,7 +195,7 @@ def _add_nvlink_domains(topology, params, api_url, basic_auth, warn):
         nodes = client.json("GET", NMX_COMPUTE_NODES)
         if not isinstance(nodes, list):
             raise HttpError(f"GET {client.url(NMX_COMPUTE_NODES)}: expected a list of compute nodes")
-        domains, refused = {}, {}
+        domains, refused, unhealthy, places = {}, {}, {}, {}
         for index, node in enumerate(nodes):
             where = f"GET {client.url(NMX_COMPUTE_NODES)}: [{index}]"
             require_keys(node, ["Name", "DomainUUID"], where)
@@ -201,15 +208,28 @@ def _add_nvlink_domains(topology, params, api_url, basic_auth, warn):
                     f"must be a string, got {clip(domain)}"
                 if problem:
                     refused[name] = f"{where}.DomainUUID {problem}"
-                else:
-                    domains[name] = domain
+                    continue
+                domains[name] = domain
+                health = node.get("Health")
+                if health is not None and str(health).upper() != NMX_HEALTHY:
+                    unhealthy[name] = f"{where}: NMX reports Health {clip(health)}, not {NMX_HEALTHY!r}"
+                place = node.get("LocationInfo")
+                if isinstance(place, dict):
+                    places[name] = ({key: place.get(nmx_key) for key, nmx_key in NMX_LOCATION.items()}, where)
     except AifactoryTopologyError as exc:
         # Documented as best effort: any failure of NMX (HTTP, body, values) is this warning.
         warn(f"NVLink domains from NMX are not available, so the topology has no accelerator domains: {exc}")
         return
+    for name, (place, where) in places.items():
+        if name in topology.nodes:
+            with topology.per_node(name, "netq"):
+                topology.locate(name, checked_location(name, place, f"{where}.LocationInfo"), domains.get(name))
     for name, reason in refused.items():
         if name in topology.nodes:
             topology.quarantine(name, "netq", reason)
+    for name, reason in unhealthy.items():
+        if name in topology.nodes:  # a tray NVIDIA's NVLink management calls unhealthy gets no NVLink jobs
+            topology.quarantine(name, "netq", reason, unhealthy=True)
     unknown = sorted((name for name in domains if name not in topology.nodes), key=hostlist.natural_key)
     for name, domain in domains.items():
         if name in topology.nodes:
