@@ -262,7 +262,9 @@ def ensure_file(module, dest, content, backup=False, validate=None, current=None
                           "before_header": before_header, "after_header": shown}
     file_args = module.load_file_common_arguments(module.params, path=target)
     if result["changed"] and not module.check_mode:
-        _write(module, target, content, backup and current is not None, validate, file_args, result)
+        # A withheld file is not ours: its owner and mode are not carried over (its owner would stay its owner).
+        _write(module, target, content, backup and current is not None, validate, file_args, result,
+               keep_attributes=withheld is None)
     if os.path.exists(target) or not module.check_mode:
         result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"], diff=None)
     return result
@@ -280,7 +282,7 @@ def _validate(command, target):
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
-def _write(module, target, content, backup, validate, file_args, result):
+def _write(module, target, content, backup, validate, file_args, result, keep_attributes=True):
     directory, name = os.path.split(os.path.abspath(target))
     if not os.path.isdir(directory):
         raise FileWriteError(f"destination directory {directory} does not exist")
@@ -296,7 +298,7 @@ def _write(module, target, content, backup, validate, file_args, result):
                 handle.write(content)
                 handle.flush()
                 os.fsync(handle.fileno())
-                _prepare(module, handle.fileno(), tmp_path, target, file_args)
+                _prepare(module, handle.fileno(), tmp_path, target, file_args, keep_attributes)
         except OSError as exc:
             raise FileWriteError(f"cannot write {target}: {exc.strerror}; it was left as it was") from None
         if validate:
@@ -318,18 +320,18 @@ def _write(module, target, content, backup, validate, file_args, result):
             os.unlink(tmp_path)
 
 
-def _prepare(module, fd, tmp_path, target, file_args):
+def _prepare(module, fd, tmp_path, target, file_args, keep_attributes):
     """The temporary file's mode, owner and SELinux context before the rename, set on its descriptor.
 
-    Keep the old file's mode and owner unless the task sets them (a new file: 0666 less the umask, as
-    Ansible's atomic_move); the task's own owner, group and mode are applied here too, so an invalid one
-    fails with the old file untouched.
+    Keep the old file's mode and owner (``keep_attributes``) unless the task sets them (a new file: 0666
+    less the umask, as Ansible's atomic_move); the task's own owner, group and mode are applied here too,
+    so an invalid one fails with the old file untouched.
     """
     try:
         existing = os.lstat(target)
     except FileNotFoundError:
         existing = None
-    if existing is not None and stat.S_ISREG(existing.st_mode):
+    if keep_attributes and existing is not None and stat.S_ISREG(existing.st_mode):
         os.fchmod(fd, existing.st_mode & 0o7777)
         with contextlib.suppress(OSError):
             os.fchown(fd, existing.st_uid, existing.st_gid)
