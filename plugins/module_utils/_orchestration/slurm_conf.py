@@ -28,7 +28,7 @@ RESTART_KEYS = frozenset({"switchtype", "switchparameters"})
 # far above any real configuration.
 MAX_INCLUDE_DEPTH = 8
 MAX_INCLUDED_FILES = 100
-MAX_INCLUDED_BYTES = 16 << 20  # per file
+MAX_INCLUDED_BYTES = 16 << 20  # per file, slurm.conf itself too
 _SAFE_VALUE = re.compile(r"[^\s#]+")  # fullmatch: "$" would match before a final "\n", written as a line break
 
 
@@ -36,7 +36,7 @@ def run(module):
     """What the module does: read slurm.conf, edit, validate and write it; exits the module."""
     path = module.params["path"]
     with failing_cleanly(module):
-        current = read_text(path)
+        current = read_text(path, max_bytes=MAX_INCLUDED_BYTES)
         if current is None:
             raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
         content, settings, partitions = apply(current, module.params["settings"], module.params["partitions"], path=path)

@@ -106,17 +106,18 @@ def resolve_dest(dest, follow=True):
     return target
 
 
-def read_text(path, follow=True):
+def read_text(path, follow=True, max_bytes=None):
     """Current content of the regular file ``path``, or None when there is none.
 
     A link is followed as ``resolve_dest`` allows; the file is then opened without following a link
     and without blocking, and checked on the descriptor: a FIFO or device is an error, never read.
+    ``max_bytes``: a larger file is an error.
     """
     if not os.path.lexists(path):
         return None
     target = resolve_dest(path, follow)
     try:
-        return _input_file.read_text(target, "the destination", follow=False)
+        return _input_file.read_text(target, "the destination", follow=False, max_bytes=max_bytes)
     except _input_file.InputFileError as exc:
         if not os.path.exists(path):  # removed meanwhile, or a dangling link
             return None

@@ -130,3 +130,13 @@ def test_the_shrink_guard_reads_a_commented_out_file_as_both_of_its_readers_do(b
             shrink_guard.check_shrink(current, new, 10, False)
     else:  # a comment to Slurm and to YAML: nothing to lose
         assert shrink_guard.check_shrink(current, new, 10, False) is None
+
+
+def test_a_slurm_conf_over_16_mib_is_refused_unread_beyond_the_bound(monkeypatch, tmp_path):
+    conf = tmp_path / "slurm.conf"
+    with open(conf, "wb") as handle:
+        handle.truncate((16 << 20) + 1)  # sparse
+    result = run_module(slurm_conf, {"path": str(conf), "settings": {"SwitchType": "switch/nvidia_imex"}},
+                        monkeypatch=monkeypatch)
+    assert result["failed"] and f"the destination '{conf}' holds more than 16777216 bytes" in result["msg"]
+    assert conf.stat().st_size == (16 << 20) + 1 and sorted(p.name for p in tmp_path.iterdir()) == ["slurm.conf"]
