@@ -125,15 +125,15 @@ def test_kill_9_mid_write_then_a_run_leaves_one_whole_file_and_no_temporary_file
 
 
 def test_diff_of_a_symlinked_dest_names_the_link_and_writes_its_target(run, tmp_path):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    (shared / "topology.conf").write_text(OLD)
+    site = tmp_path / "site-config"
+    site.mkdir()
+    (site / "topology.conf").write_text(OLD)
     dest = tmp_path / "topology.conf"
-    dest.symlink_to(shared / "topology.conf")
+    dest.symlink_to(site / "topology.conf")
     dry = run({"dest": str(dest)}, check_mode=True, diff=True)
-    assert dry["diff"]["before_header"] == f"{dest} -> {shared / 'topology.conf'}" and dry["diff"]["before"] == OLD
+    assert dry["diff"]["before_header"] == f"{dest} -> {site / 'topology.conf'}" and dry["diff"]["before"] == OLD
     assert run({"dest": str(dest)})["changed"]
-    assert dest.is_symlink() and (shared / "topology.conf").read_text().endswith("Nodes=n[1-10]\n")
+    assert dest.is_symlink() and (site / "topology.conf").read_text().endswith("Nodes=n[1-10]\n")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     link = tmp_path / "to-fifo"
