@@ -22,8 +22,15 @@ description:
     written. Objects carry C(app.kubernetes.io/managed-by=aifactory-topology) and
     C(topology.aifactory.dev/scheduler-topology=<name>); those of the same O(name) that are no longer rendered
     (a consumer dropped, the flavor renamed) are deleted (O(cleanup)).
-  - An unknown consumer, levels the model cannot give, a consumer whose CRD the API server does not serve, or
-    a change of a field the CRD makes immutable (without O(recreate)) fail before any write.
+  - An unknown consumer, levels the model cannot give, a level key used twice (C(kubernetes.io/hostname) as a
+    configured key with O(hostname)), a consumer whose CRD the API server does not serve, or a change of a field
+    the CRD makes immutable (without O(recreate)) fail before any write.
+  - An existing object of the same name that is not this set's (without
+    C(app.kubernetes.io/managed-by=aifactory-topology): another team's; or with another
+    C(topology.aifactory.dev/scheduler-topology)) is never updated, deleted or recreated, and one being deleted (C(deletionTimestamp)) is never written: both fail before any write, naming
+    the object.
+  - A write that fails ends the task with what was already written; a O(recreate) whose create fails after its
+    delete reports the object deleted.
 author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
@@ -75,6 +82,7 @@ options:
         C(nodeLabels) or C(topologyName)). Without it such a change is an error before any write.
       - An object with finalizers (Kueue keeps a C(Topology) while a flavor names it) is never deleted for that; the
         change is an error before any write. Give the new levels a new O(name) instead.
+      - Only this set's objects are ever recreated; another team's object of the same name is an error.
     type: bool
     default: false
 notes:

@@ -24,6 +24,11 @@ description:
   - C(changed) reports a change of the map's state (the counts, the failure, the failures in a row), not of
     the timestamps, the duration or the files changed, which differ on every run. Outside check mode the file
     is rewritten on every run all the same, since its freshness is what it is for.
+  - The textfile directory may be writable by other users. A symbolic link, FIFO or device at the file is an
+    error, never followed. The previous file is read back only when it is one this module wrote (owned by the user
+    running the task, one hard link, at most 64 KiB, UTF-8, only this module's lines for O(target)); any other is
+    a warning, is not shown in the diff, and is replaced (the last success time and the counts start again).
+  - Every count, given or from O(results), must be a whole number from 0 to 2**53.
   - Needs the Python package C(prometheus-client) on the host that writes the file.
 author:
   - aifactory.topology contributors (@aifactory)

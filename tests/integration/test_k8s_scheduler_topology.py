@@ -163,3 +163,40 @@ def test_an_object_its_scheduler_still_holds_is_never_deleted_for_an_immutable_c
     assert "give the new levels a new name" in held["msg"].lower() and "nothing was written" in held["msg"]
     assert version(api, "topologies", prefix) == before
     api.request("PATCH", path, body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
+
+
+def test_another_teams_topology_is_refused_by_name_and_label_and_left_as_it_is(kueue, monkeypatch):
+    api = client(kueue.kubeconfig)
+    _test_id, prefix, args = labelled_cluster(kueue, monkeypatch, racks=2)
+    theirs = {"apiVersion": st.KUEUE_API, "kind": "Topology",
+              "metadata": {"name": prefix, "labels": {st.LABEL_MANAGED_BY: "platform-team"}},
+              "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}
+    api.request("POST", writer.object_path(st.KUEUE_API, "topologies"), body=theirs)
+    before = version(api, "topologies", prefix)
+    refused = run_module(k8s_scheduler_topology, dict(args, recreate=True), monkeypatch)
+    assert refused["failed"] and (f"topologies.kueue.x-k8s.io/{prefix} (label {st.LABEL_MANAGED_BY} is "
+                                  "'platform-team')") in refused["msg"]
+    assert refused["msg"].endswith("nothing was written")
+    assert version(api, "topologies", prefix) == before and stored(api, "resourceflavors", prefix) is None
+    api.request("DELETE", writer.object_path(st.KUEUE_API, "topologies", prefix))
+
+
+def test_a_topology_being_deleted_is_refused_not_reported_unchanged(kueue, monkeypatch):
+    api = client(kueue.kubeconfig)
+    _test_id, prefix, args = labelled_cluster(kueue, monkeypatch, racks=2)
+    assert run_module(k8s_scheduler_topology, args, monkeypatch)["changed"]
+    path = writer.object_path(st.KUEUE_API, "topologies", prefix)
+    api.request("PATCH", path, body={"metadata": {"finalizers": ["example.com/hold"]}},
+                content_type="application/merge-patch+json")
+    api.request("DELETE", path)  # held by the finalizer: the server sets deletionTimestamp and keeps it
+    try:
+        assert stored(api, "topologies", prefix)["metadata"]["deletionTimestamp"]
+        before = version(api, "topologies", prefix)
+        held = run_module(k8s_scheduler_topology, args, monkeypatch)
+        assert held["failed"] and "these objects are being deleted" in held["msg"]
+        assert f"topologies.kueue.x-k8s.io/{prefix} (deletionTimestamp " in held["msg"]
+        assert "finalizers example.com/hold" in held["msg"] and held["msg"].endswith("nothing was written")
+        assert version(api, "topologies", prefix) == before
+    finally:
+        api.request("PATCH", path, body={"metadata": {"finalizers": None}},
+                    content_type="application/merge-patch+json")

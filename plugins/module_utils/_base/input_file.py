@@ -10,6 +10,7 @@ never quotes the content.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -21,18 +22,22 @@ class InputFileError(LocalFileError):
     """An input file that cannot be used; the message names the file and why."""
 
 
-def read_text(path, what, path_is_secret=False, max_bytes=None):
+def read_text(path, what, path_is_secret=False, max_bytes=None, follow=True):
     """The UTF-8 text of the regular file ``path``; ``what`` names the option in errors.
 
     ``path_is_secret``: a credential's path, left out of messages (creds values never reach one).
     ``max_bytes``: a file that holds more is refused (sysfs values, whose size says nothing).
+    ``follow``: False refuses a symbolic link at ``path`` (``O_NOFOLLOW``): the writer resolves links itself.
     """
     if not isinstance(path, str) or not path or "\x00" in path:  # os.open raises ValueError on a NUL
         raise InputFileError(f"{what} must be the path of a file" + ("" if path_is_secret else f", got {clip(path)}"))
     shown = what if path_is_secret else f"{what} {path!r}"
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | (0 if follow else os.O_NOFOLLOW))
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise InputFileError(f"{shown} is a symbolic link; it is not followed") from None
         raise InputFileError(f"{shown}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)

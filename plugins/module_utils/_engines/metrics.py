@@ -8,6 +8,10 @@ k8s_node_labels, ...) and whether it failed into the values of one file,
 (prometheus-client, imported only here, so no other module needs it). A failed run keeps the
 last success time and the map's counts of the previous file: the map on disk is still that one.
 
+The previous file is read back only when it is exactly what this engine writes (``previous``): our
+metric names, our ``target`` label, counts and times from 0 to MAX_COUNT, nothing else; anything else
+is not read, not shown, and replaced. Counts given or reported are whole numbers from 0 to MAX_COUNT.
+
 ``changed`` is a change of the map's state (nodes, blocks, placeholders, quarantined, failure,
 consecutive failures), not of the per-run values (the timestamps, the duration, files changed):
 those differ on every run, and the file is rewritten on every run outside check mode, which is
@@ -24,8 +28,10 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ya
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 PREFIX = "aifactory_topology_"
-TARGET_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+TARGET_RE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # fullmatch: "$" would match before a final newline
 LABEL = "target"
+MAX_COUNT = 2 ** 53  # every count and time below it is exact as a float (Prometheus keeps float64 values)
+MAX_PREVIOUS_BYTES = 64 * 1024  # what this engine writes is about 2.5 KB
 
 # name (without PREFIX) -> help; state metrics decide ``changed``, the per-run ones do not.
 STATE = {
@@ -50,12 +56,12 @@ COUNTS = {"nodes": "nodes", "blocks": "blocks", "placeholder_blocks": "placehold
 def dest(params):
     """The textfile of ``params``; an error naming the field for a target node_exporter would not read."""
     target = params["target"]
-    if not isinstance(target, str) or not TARGET_RE.match(target):
+    if not isinstance(target, str) or not TARGET_RE.fullmatch(target):
         raise TopologyError(f"target must be a lower-case name of letters, digits and '_' starting with a letter "
                             f"(at most 63 characters; it names the file and the {LABEL!r} label), got {clip(target)}")
     for name in ("nodes", "blocks", "placeholders", "quarantined"):
-        if params.get(name) is not None and params[name] < 0:
-            raise TopologyError(f"{name} must be >= 0, got {params[name]}")
+        if params.get(name) is not None:
+            _count(params[name], name)
     started = params.get("started")
     if started is not None and (not math.isfinite(started) or started < 0):
         raise TopologyError(f"started must be a time in seconds since the epoch, got {clip(started)}")
@@ -65,50 +71,72 @@ def dest(params):
 def _client():
     try:
         import prometheus_client  # pylint: disable=import-outside-toplevel
-        from prometheus_client import parser  # pylint: disable=import-outside-toplevel
     except ImportError:
         raise TopologyError("writing metrics needs the Python package prometheus-client on the host that writes "
                             "them (pip install prometheus-client, or Debian's python3-prometheus-client)") from None
-    return prometheus_client, parser
+    return prometheus_client
 
 
-def previous(text, target, warn):
-    """Values of ``target`` in an earlier file's ``text`` (name without PREFIX -> float); {} if none."""
+def _count(value, where):
+    """``value`` as a count; TopologyError naming ``where`` unless it is a whole number from 0 to MAX_COUNT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise TopologyError(f"{where} must be a whole number from 0 to {MAX_COUNT} (2**53), got {clip(value)}")
+    return value
+
+
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:e[-+][0-9]+)?"  # prometheus-client's floatToGoString of a value >= 0
+_NAMES = "|".join(sorted({**STATE, **PER_RUN}))
+_HELP_LINE = re.compile(rf"# HELP {PREFIX}({_NAMES}) [^\n]*")
+_TYPE_LINE = re.compile(rf"# TYPE {PREFIX}({_NAMES}) gauge")
+_SAMPLE_LINE = re.compile(rf'{PREFIX}({_NAMES})\{{{LABEL}="([a-z][a-z0-9_]*)"\}} ({_NUMBER})')
+
+
+def previous(text, target):
+    """``(values, None)``: the values of ``target`` in an earlier file's ``text`` (name without PREFIX -> float),
+    {} for no text; or ``({}, why)`` when ``text`` is not a file this engine wrote for ``target``: a line that is
+    not one of our HELP, TYPE or sample lines (lines end at ``\\n`` only), another target, a metric twice, a value
+    beyond MAX_COUNT. Such a file is neither read nor shown (it may be anything), only replaced."""
     if not text:
-        return {}
-    _prometheus, parser = _client()
+        return {}, None
     values = {}
-    try:
-        for family in parser.text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name.startswith(PREFIX) and sample.labels.get(LABEL) == target:
-                    values[sample.name[len(PREFIX):]] = float(sample.value)
-    except (ValueError, TypeError, IndexError, KeyError) as exc:
-        warn(f"the previous metrics file could not be read ({exc.__class__.__name__}); the last success time "
-             "and the counts start again")
-        return {}
-    return {name: value for name, value in values.items() if math.isfinite(value)}
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if _HELP_LINE.fullmatch(line) or _TYPE_LINE.fullmatch(line):
+            continue
+        sample = _SAMPLE_LINE.fullmatch(line)
+        if sample is None or sample.group(2) != target or sample.group(1) in values:
+            return {}, f"is not a file this module wrote for target {target} (line {number})"
+        value = float(sample.group(3))
+        if not value <= MAX_COUNT:
+            return {}, f"is not a file this module wrote for target {target} (line {number}: a value beyond 2**53)"
+        values[sample.group(1)] = value
+    return values, None
 
 
-def _summary_counts(result):
-    """The counts one registered result reports (a skipped or failed task reports none)."""
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _summary_counts(result, where):
+    """The counts one registered result reports (a skipped or failed task reports none); ``where`` names it."""
     if not isinstance(result, dict):
         return {}
     summary = result.get("summary")
     summary = summary if isinstance(summary, dict) else {}
     counts = {}
-    nodes = summary.get("nodes", summary.get("nodes_in_topology"))
-    if isinstance(nodes, int) and not isinstance(nodes, bool):
-        counts["nodes"] = nodes
-    if isinstance(summary.get("blocks"), int):
-        counts["blocks"] = summary["blocks"]
+    nodes_key = "nodes" if "nodes" in summary else "nodes_in_topology"
+    if _is_int(summary.get(nodes_key)):
+        counts["nodes"] = _count(summary[nodes_key], f"{where}.summary.{nodes_key}")
+    if _is_int(summary.get("blocks")):
+        counts["blocks"] = _count(summary["blocks"], f"{where}.summary.blocks")
         placeholders = summary.get("placeholders", [])
         counts["placeholders"] = len(placeholders) if isinstance(placeholders, list) else 0
     elif summary.get("format") == "topology.yaml" and isinstance(result.get("content"), str):
         counts.update(_yaml_blocks(result["content"]))
-    quarantined = summary.get("quarantined")
-    if isinstance(quarantined, int) and not isinstance(quarantined, bool):
-        counts["quarantined"] = quarantined
+    if _is_int(summary.get("quarantined")):
+        counts["quarantined"] = _count(summary["quarantined"], f"{where}.summary.quarantined")
     elif isinstance(result.get("quarantined"), list):
         counts["quarantined"] = len(result["quarantined"])
     return counts
@@ -133,8 +161,8 @@ def metrics(params, before, now):
     failed = bool(params["failed"])
     counts = {}
     files_changed = 0
-    for result in params["results"] or []:
-        for name, value in _summary_counts(result).items():
+    for index, result in enumerate(params["results"] or []):
+        for name, value in _summary_counts(result, f"results[{index}]").items():
             counts[name] = max(counts.get(name, value), value)
         if isinstance(result, dict) and result.get("changed") is True:
             files_changed += 1
@@ -146,7 +174,7 @@ def metrics(params, before, now):
             given = counts.get(key, before.get(metric, 0))
         values[metric] = int(given)
     values["last_run_failed"] = int(failed)
-    values["consecutive_failures"] = int(before.get("consecutive_failures", 0)) + 1 if failed else 0
+    values["consecutive_failures"] = min(int(before.get("consecutive_failures", 0)) + 1, MAX_COUNT) if failed else 0
     values["last_run_timestamp_seconds"] = now
     values["last_success_timestamp_seconds"] = before.get("last_success_timestamp_seconds", 0) if failed else now
     if params.get("started") is not None:
@@ -162,7 +190,7 @@ def state_changed(values, before):
 
 def render(values, target):
     """The textfile, formatted by prometheus-client, every metric a gauge labelled ``target``."""
-    prometheus_client, _parser = _client()
+    prometheus_client = _client()
     registry = prometheus_client.CollectorRegistry(auto_describe=False)
     for name, help_text in {**STATE, **PER_RUN}.items():
         if name not in values:

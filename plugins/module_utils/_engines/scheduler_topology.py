@@ -90,6 +90,7 @@ class Options:
         self.sub_domain = bool(sub_domain)
         self.hostname = bool(hostname)
         self.no_topology_value = no_topology_value
+        _check_level_keys(self)
 
     @classmethod
     def from_params(cls, params, keys):
@@ -98,6 +99,23 @@ class Options:
                    flavor_node_labels=params.get("flavor_node_labels") or params.get("node_selector"),
                    fabric_tiers=params.get("fabric_tiers"), sub_domain=params.get("sub_domain"),
                    hostname=params.get("hostname", True), no_topology_value=params.get("no_topology_value"))
+
+
+def _check_level_keys(options):
+    """TopologyError naming a key that would be a level twice (both CRDs refuse a repeated key)."""
+    keys = options.keys
+    sources = [(key, f"fabric_labels[{index}]") for index, key in enumerate(keys.fabric_labels or [])]
+    sources.append((keys.accelerator_label, "accelerator_label"))
+    if options.sub_domain:
+        sources.append((_labels.SUB_DOMAIN_LABEL, "sub_domain: true"))
+    if options.hostname:
+        sources.append((HOSTNAME_LABEL, "hostname: true"))
+    for key in dict.fromkeys(key for key, _where in sources):
+        wheres = [where for other, where in sources if other == key]
+        if len(wheres) > 1:
+            raise TopologyError(f"the level key {key} would be a level twice ({' and '.join(wheres)}); Kueue and KAI "
+                                "refuse a repeated level key: give each level its own key (or set hostname: false); "
+                                "nothing was written")
 
 
 def _check_value(value, where):

@@ -5,9 +5,11 @@
 Order: the nodes the flavor selects are listed, the objects rendered for them (engine
 ``scheduler_topology``), every consumer's API must be served (its CRD installed), every object is read
 and compared, and a change of a field the CRD makes immutable (a Topology's levels, a topology flavor's
-nodeLabels or topologyName) is refused unless ``recreate``, and always when finalizers hold the object,
-all before the first write. Then the objects are applied (a Topology before the flavor naming it) and our
-stale objects deleted (a flavor before its Topology).
+nodeLabels or topologyName) is refused unless ``recreate``, and always when finalizers hold the object;
+an object of the same name that is not this set's (no managed-by label of ours: another team's) or that
+is being deleted (``deletionTimestamp``) is refused too, all before the first write. Then the objects
+are applied (a Topology before the flavor naming it) and our stale objects deleted (a flavor before its
+Topology).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers import
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite
 
 _IMMUTABLE = {"Topology": ("levels",), "ResourceFlavor": ("nodeLabels", "topologyName")}
+_DONE = {"create": "created", "update": "updated", "recreate": "recreated", "delete": "deleted"}
 
 
 def run(module):
@@ -40,6 +43,27 @@ def run(module):
 def _ours(item):
     labels = (item.get("metadata") or {}).get("labels") or {}
     return labels.get(engine.LABEL_MANAGED_BY) == engine.MANAGED_BY
+
+
+def _owner_problem(item, set_name):
+    """Why the stored ``item`` is not ours to write (another team's, or another set's), or None."""
+    labels = (item.get("metadata") or {}).get("labels") or {}
+    if not _ours(item):
+        have = labels.get(engine.LABEL_MANAGED_BY)
+        return f"label {engine.LABEL_MANAGED_BY} is {'not set' if have is None else repr(have)}"
+    if labels.get(engine.LABEL_SET) != set_name:
+        return f"label {engine.LABEL_SET} is {labels.get(engine.LABEL_SET)!r}, another set of this collection"
+    return None
+
+
+def _terminating(item):
+    """``deletionTimestamp (finalizers ...)`` of an object being deleted, or None."""
+    metadata = item.get("metadata") or {}
+    if not metadata.get("deletionTimestamp"):
+        return None
+    finalizers = metadata.get("finalizers") or []
+    held = f"; finalizers {', '.join(map(str, finalizers))}" if finalizers else ""
+    return f"deletionTimestamp {metadata['deletionTimestamp']}{held}"
 
 
 def view(item):
@@ -78,7 +102,7 @@ def _check_served(client, options):
 def plan(client, rendered, options, cleanup=True, recreate=False):
     """Reads only. [(action, api_version, resource, name, desired or None, current or None)] in write order."""
     served = _check_served(client, options)
-    applies, refused, kept = [], [], []
+    applies, refused, kept, foreign, terminating = [], [], [], [], []
     wanted = set()
     for consumer, objects in rendered["objects"].items():
         for desired in objects:
@@ -86,12 +110,21 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
             resource = engine.RESOURCES[(consumer, desired["kind"])][1]
             wanted.add((api_version, resource, name))
             current = writer.read_object(client, api_version, resource, name)
+            oid = writer.object_id(api_version, resource, name)
             if current is None:
                 applies.append(("create", api_version, resource, name, desired, None))
-            elif _differs(current, desired):
+                continue
+            problem = _owner_problem(current, options.name)
+            if problem is not None:
+                foreign.append(f"{oid} ({problem})")
+                continue
+            going = _terminating(current)
+            if going is not None:
+                terminating.append(f"{oid} ({going})")
+                continue
+            if _differs(current, desired):
                 frozen = _immutable_changes(desired["kind"], current, desired)
                 finalizers = (current.get("metadata") or {}).get("finalizers") or []
-                oid = writer.object_id(api_version, resource, name)
                 if frozen and finalizers:
                     # Deleting would only mark it: Kueue keeps a Topology while a flavor names it, and a flavor
                     # while a ClusterQueue uses it, so the new object could never be created.
@@ -99,6 +132,17 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
                 elif frozen and not recreate:
                     refused.append(f"{oid} ({', '.join(frozen)})")
                 applies.append(("recreate" if frozen else "update", api_version, resource, name, desired, current))
+    if foreign:
+        raise TopologyError(f"these objects exist and are not this set's to write (ours carry {engine.LABEL_MANAGED_BY}="
+                            f"{engine.MANAGED_BY} and {engine.LABEL_SET}={options.name}): {'; '.join(foreign)}. "
+                            "Another team's object is never updated, deleted or recreated: choose another name or "
+                            "flavor_name, or, if it is yours to hand over, set those labels on it first; nothing was "
+                            "written")
+    if terminating:
+        raise TopologyError("these objects are being deleted, and what is written into them would go with them (a new "
+                            f"one cannot be created until they are gone): {'; '.join(terminating)}. Wait until they are "
+                            "gone (kubectl wait --for=delete), or release what holds them, then run again; nothing "
+                            "was written")
     if kept:
         raise TopologyError("these objects must change a field the CRD makes immutable, and their finalizers would keep "
                             f"them after a delete (the scheduler still uses them): {'; '.join(kept)}. Give the new "
@@ -117,7 +161,8 @@ def plan(client, rendered, options, cleanup=True, recreate=False):
                 continue
             for item in client.list(writer.object_path(api_version, resource), engine.selector(options.name)):
                 name = item["metadata"]["name"]
-                if (api_version, resource, name) not in wanted and _ours(item):
+                # One being deleted already is left to finish: a second delete would change nothing.
+                if (api_version, resource, name) not in wanted and _ours(item) and _terminating(item) is None:
                     deletes.append(("delete", api_version, resource, name, None, item))
     return applies + deletes
 
@@ -157,6 +202,7 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
         warn(f"{len(on_nodes)} of the {len(listed)} selected nodes lack a level label on the server (not labelled "
              f"yet, or not by these keys): {hostlist.compress(sorted(on_nodes))[:500]}")
     done, after, error = writer.execute(client, writes, write_options, view)
+    recreating = {writer.object_id(a, r, n) for action, a, r, n, _d, _c in writes if action == "recreate"}
     result = {
         "changed": bool(done),
         "levels": rendered["levels"],
@@ -176,5 +222,10 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
             "after": {oid: stored for oid, stored in after.items() if oid in written},
         }
     if error is not None:
-        raise PartialWrite(f"{error} (already written: {', '.join(oid for _a, oid in done) or 'nothing'})", result)
+        written = ", ".join(f"{_DONE[action]} {oid}" for action, oid in done) or "nothing"
+        gone = [oid for action, oid in done if action == "delete" and oid in recreating]
+        if gone:
+            written += (f"; {', '.join(gone)} was deleted to be created again and is not there now (the scheduler "
+                        "sees no such object): run again once the cause is fixed")
+        raise PartialWrite(f"{error} (already written: {written})", result)
     return result

@@ -28,15 +28,15 @@ RESTART_KEYS = frozenset({"switchtype", "switchparameters"})
 # far above any real configuration.
 MAX_INCLUDE_DEPTH = 8
 MAX_INCLUDED_FILES = 100
-MAX_INCLUDED_BYTES = 16 << 20  # per file
-_SAFE_VALUE = re.compile(r"^[^\s#]+$")
+MAX_INCLUDED_BYTES = 16 << 20  # per file, slurm.conf itself too
+_SAFE_VALUE = re.compile(r"[^\s#]+")  # fullmatch: "$" would match before a final "\n", written as a line break
 
 
 def run(module):
     """What the module does: read slurm.conf, edit, validate and write it; exits the module."""
     path = module.params["path"]
     with failing_cleanly(module):
-        current = read_text(path)
+        current = read_text(path, max_bytes=MAX_INCLUDED_BYTES)
         if current is None:
             raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
         content, settings, partitions = apply(current, module.params["settings"], module.params["partitions"], path=path)
@@ -64,7 +64,7 @@ def _slurm_value(key, value, where):
         return "YES" if value else "NO"
     if isinstance(value, int) or isinstance(value, float) and math.isfinite(value):
         return str(value)
-    if not isinstance(value, str) or not _SAFE_VALUE.match(value):
+    if not isinstance(value, str) or not _SAFE_VALUE.fullmatch(value):
         # An empty Topology= once swallowed the next option in slurmd (SlinkyProject/slurm-operator#261).
         raise TopologyError(f"{where}: {key} must be a non-empty string without spaces or '#', a number or a boolean, "
                             f"got {clip(value)}; use null to remove the setting")
@@ -90,7 +90,7 @@ def apply(text, settings=None, partitions=None, path=None):
         settings[key] = _slurm_value(key, value, f"settings.{key}")
     for name, attrs in partitions.items():
         # Written verbatim after PartitionName=: a space, '=' or line break would add attributes or lines.
-        if not isinstance(name, str) or not _SAFE_VALUE.match(name) or "=" in name:
+        if not isinstance(name, str) or not _SAFE_VALUE.fullmatch(name) or "=" in name:
             raise TopologyError(f"partitions: {clip(name)} is not a partition name (no spaces, '#' or '=')")
         if attrs is None:
             continue

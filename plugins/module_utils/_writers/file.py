@@ -7,12 +7,22 @@ Check mode and diff mode live here so every engine gets them the same way
 
 Only a regular file (or nothing) at ``dest`` is ever replaced: a directory, FIFO, socket or
 device there is an error, and nothing is opened for a blocking read. A symbolic link is
-followed, as Ansible's ``follow: true``: its target is written (atomically, in the target's
+followed, as Ansible's ``follow: true``, only when root or the user running the task owns it
+(and every link it leads through): its target is written (atomically, in the target's
 directory) and must be a regular file or not exist, so a link into a shared configuration
-directory keeps working; the diff names the link and the target. Owner, group and
-mode are applied to the temporary file before the rename, so an invalid one fails with nothing
-replaced. A temporary file left by a run that was killed (``kill -9``) is removed by the next
-run: its name carries the writer's process id.
+directory keeps working; the diff names the link and the target. A link another user owns is
+refused: whoever can plant a link in the directory would otherwise choose the file a root task
+overwrites (Linux's ``fs.protected_symlinks`` rule, for every directory). ``follow=False``
+(a directory other users write, as node_exporter's textfile directory) refuses every link.
+
+The new content goes to a temporary file created in the destination's directory (``O_EXCL``,
+never through a link); the old file's mode and owner are set on its open descriptor, and it is
+renamed over the directory entry, which replaces a link planted meanwhile instead of writing
+through it. Nothing is changed by path between the rename and the end but what the task's own
+``owner``, ``group`` and ``mode`` ask for. Owner, group and mode are applied to the temporary
+file before the rename, so an invalid one fails with nothing replaced. A temporary file left by
+a run that was killed (``kill -9``) is removed by the next run: its name carries the writer's
+process id.
 """
 
 from __future__ import annotations
@@ -41,9 +51,49 @@ class FileWriteError(LocalFileError):
     """The destination could not be read, validated or replaced; it is left as it was."""
 
 
-def resolve_dest(dest):
-    """The path to write for ``dest`` (a link's target); an error unless that is a regular file or absent."""
-    target = os.path.realpath(dest) if os.path.islink(dest) else dest
+MAX_LINKS = 40  # links followed in a row, as the kernel's limit
+
+
+def _trusted_links_end(dest):
+    """Where the links at ``dest`` lead (``dest`` itself when it is no link); every link on the way must be
+    owned by root or the effective user, else FileWriteError."""
+    path = dest
+    for _hop in range(MAX_LINKS):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return path
+        except OSError as exc:
+            raise FileWriteError(f"cannot use {dest}: {exc.strerror}") from None
+        if not stat.S_ISLNK(info.st_mode):
+            return path
+        if info.st_uid not in (0, os.geteuid()):
+            shown = dest if path == dest else f"{dest} (through the link {path})"
+            raise FileWriteError(f"{shown} is a symbolic link owned by uid {info.st_uid}, neither root nor the user "
+                                 f"running the task (uid {os.geteuid()}); it is not followed (whoever can plant a "
+                                 "link there would choose the file this task overwrites) and nothing was written")
+        try:
+            path = os.path.join(os.path.dirname(path), os.readlink(path))
+        except OSError as exc:
+            raise FileWriteError(f"cannot use {dest}: {exc.strerror}") from None
+    raise FileWriteError(f"cannot use {dest}: more than {MAX_LINKS} symbolic links in a row")
+
+
+def resolve_dest(dest, follow=True):
+    """The path to write for ``dest`` (a link's target); an error unless that is a regular file or absent.
+
+    ``follow``: a link is followed when root or the effective user owns it; with False every link is refused.
+    """
+    try:
+        is_link = stat.S_ISLNK(os.lstat(dest).st_mode)
+    except FileNotFoundError:
+        return dest
+    except OSError as exc:
+        raise FileWriteError(f"cannot use {dest}: {exc.strerror}") from None
+    if is_link and not follow:
+        raise FileWriteError(f"{dest} is a symbolic link; links are not followed there (a user who can write the "
+                             "directory could point it at any file), so it is not replaced and nothing was written")
+    target = os.path.realpath(_trusted_links_end(dest)) if is_link else dest
     try:
         info = os.stat(target)
     except FileNotFoundError:
@@ -56,19 +106,67 @@ def resolve_dest(dest):
     return target
 
 
-def read_text(path):
-    """Current content of the regular file ``path`` (a link is followed), or None when there is none.
+def read_text(path, follow=True, max_bytes=None):
+    """Current content of the regular file ``path``, or None when there is none.
 
-    Opened without blocking and checked on the descriptor: a FIFO or device is an error, never read.
+    A link is followed as ``resolve_dest`` allows; the file is then opened without following a link
+    and without blocking, and checked on the descriptor: a FIFO or device is an error, never read.
+    ``max_bytes``: a larger file is an error.
     """
     if not os.path.lexists(path):
         return None
+    target = resolve_dest(path, follow)
     try:
-        return _input_file.read_text(path, "the destination")
+        return _input_file.read_text(target, "the destination", follow=False, max_bytes=max_bytes)
     except _input_file.InputFileError as exc:
         if not os.path.exists(path):  # removed meanwhile, or a dangling link
             return None
         raise FileWriteError(f"{exc}; it is not a file this module wrote, so it is not replaced") from None
+
+
+def read_own(dest, max_bytes):
+    """``(text, None)`` of the file at ``dest`` when it can be one this user wrote, ``(None, None)`` when there
+    is none, ``(None, why)`` when the regular file there cannot be: owned by another user, more than one hard
+    link, more than ``max_bytes`` bytes (at most max_bytes + 1 are read), or not UTF-8 text.
+
+    Such a file is replaced, never shown: it may be a hard link to a file of someone else (a token), or a
+    file another user planted. A link, FIFO, device or directory at ``dest`` is an error (FileWriteError),
+    found on the descriptor opened without following a link and without blocking.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(dest, flags)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            resolve_dest(dest, follow=False)  # raises: a link is never followed here
+        raise FileWriteError(f"cannot read {dest}: {exc.strerror}; nothing was written") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileWriteError(f"{dest} is {file_kind(info.st_mode)}; only a regular file is ever replaced")
+        if info.st_uid != os.geteuid():
+            return None, f"is owned by uid {info.st_uid}, not by the user running the task (uid {os.geteuid()})"
+        if info.st_nlink != 1:
+            return None, f"has {info.st_nlink} hard links (a file this module writes has one)"
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 16, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise FileWriteError(f"cannot read {dest}: {exc.strerror}; nothing was written") from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        return None, f"holds more than {max_bytes} bytes, more than this module writes"
+    try:
+        return b"".join(chunks).decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, f"is not UTF-8 text (byte {exc.start})"
 
 
 @contextlib.contextmanager
@@ -140,25 +238,34 @@ def _alive(pid):
     return True
 
 
-def ensure_file(module, dest, content, backup=False, validate=None, current=None):
+def ensure_file(module, dest, content, backup=False, validate=None, current=None, follow=True, withheld=None):
     """Make ``dest`` hold ``content``; returns a result dict (changed, diff, backup_file).
 
     Writes nothing in check mode. ``validate`` is a command with ``%s`` that runs on the
     temporary file before it replaces ``dest``; a failing validation leaves ``dest`` as it was.
     ``current`` is the content already read (under ``locked``), or None to read it here.
+    ``follow``: see ``resolve_dest``. ``withheld``: why the file at ``dest`` is replaced without being
+    read or shown (``read_own``'s reason); the diff then has no before content.
     """
-    target = resolve_dest(dest)
-    if current is None:
-        current = read_text(target)
-    result = {"changed": current != content, "dest": dest}
+    target = resolve_dest(dest, follow)
+    if withheld is not None:
+        current = None
+    elif current is None:
+        current = read_text(target, follow)
+    result = {"changed": withheld is not None or current != content, "dest": dest}
     if module._diff:
         # Name what is replaced: for a link, its target (the link itself stays).
         shown = target if target == dest else f"{dest} -> {target}"
+        before_header = shown if current is not None else "/dev/null"
+        if withheld is not None:
+            before_header = f"{shown} (its content is not shown: it {withheld})"
         result["diff"] = {"before": current or "", "after": content,
-                          "before_header": shown if current is not None else "/dev/null", "after_header": shown}
+                          "before_header": before_header, "after_header": shown}
     file_args = module.load_file_common_arguments(module.params, path=target)
     if result["changed"] and not module.check_mode:
-        _write(module, target, content, backup and current is not None, validate, file_args, result)
+        # A withheld file is not ours: its owner and mode are not carried over (its owner would stay its owner).
+        _write(module, target, content, backup and current is not None, validate, file_args, result,
+               keep_attributes=withheld is None)
     if os.path.exists(target) or not module.check_mode:
         result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"], diff=None)
     return result
@@ -176,7 +283,7 @@ def _validate(command, target):
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
-def _write(module, target, content, backup, validate, file_args, result):
+def _write(module, target, content, backup, validate, file_args, result, keep_attributes=True):
     directory, name = os.path.split(os.path.abspath(target))
     if not os.path.isdir(directory):
         raise FileWriteError(f"destination directory {directory} does not exist")
@@ -188,10 +295,11 @@ def _write(module, target, content, backup, validate, file_args, result):
                              f"{exc.strerror}") from None
     try:
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                 handle.write(content)
                 handle.flush()
                 os.fsync(handle.fileno())
+                _prepare(module, handle.fileno(), tmp_path, target, file_args, keep_attributes)
         except OSError as exc:
             raise FileWriteError(f"cannot write {target}: {exc.strerror}; it was left as it was") from None
         if validate:
@@ -202,23 +310,38 @@ def _write(module, target, content, backup, validate, file_args, result):
                 raise FileWriteError(
                     f"validation failed (rc={rc}) for {target}, nothing was written:\n{(err or out).strip()}"
                 )
-        # Keep the old file's mode and owner unless the task sets them; set them on the temporary
-        # file, so an invalid owner or mode fails here with the old file untouched.
-        existing = os.stat(target) if os.path.exists(target) else None
-        os.chmod(tmp_path, existing.st_mode & 0o7777 if existing else 0o644)
-        if existing is not None:
-            with contextlib.suppress(OSError):
-                os.chown(tmp_path, existing.st_uid, existing.st_gid)
-        tmp_args = dict(file_args, path=tmp_path, attributes=None)  # chattr +i would block the rename
-        module.set_fs_attributes_if_different(tmp_args, False, diff=None)
         if backup:
             result["backup_file"] = module.backup_local(target)
         try:
-            module.atomic_move(tmp_path, target, unsafe_writes=False, keep_dest_attrs=False)
-        except Exception as exc:  # ansible-core 2.19 raises a bare Exception (an immutable file, say)
-            cause = exc.__cause__ or exc.__context__
-            reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
-            raise FileWriteError(f"cannot replace {target}: {reason}; it was left as it was") from None
+            os.rename(tmp_path, target)  # the directory entry: a link planted there is replaced, never followed
+        except OSError as exc:
+            raise FileWriteError(f"cannot replace {target}: {exc.strerror}; it was left as it was") from None
     finally:
         if os.path.lexists(tmp_path):
             os.unlink(tmp_path)
+
+
+def _prepare(module, fd, tmp_path, target, file_args, keep_attributes):
+    """The temporary file's mode, owner and SELinux context before the rename, set on its descriptor.
+
+    Keep the old file's mode and owner (``keep_attributes``) unless the task sets them (a new file: 0666
+    less the umask, as Ansible's atomic_move); the task's own owner, group and mode are applied here too,
+    so an invalid one fails with the old file untouched.
+    """
+    try:
+        existing = os.lstat(target)
+    except FileNotFoundError:
+        existing = None
+    if keep_attributes and existing is not None and stat.S_ISREG(existing.st_mode):
+        os.fchmod(fd, existing.st_mode & 0o7777)
+        with contextlib.suppress(OSError):
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+    if module.selinux_enabled():
+        context = module.selinux_context(target) if existing is not None else module.selinux_default_context(target)
+        module.set_context_if_different(tmp_path, context, False)
+    tmp_args = dict(file_args, path=tmp_path, attributes=None)  # chattr +i would block the rename
+    module.set_fs_attributes_if_different(tmp_args, False, diff=None)

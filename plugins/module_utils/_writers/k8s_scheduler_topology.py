@@ -62,20 +62,25 @@ def _delete(client, path, options):
 def execute(client, work, options, view):
     """Send planned writes ``(action, api_version, resource, name, desired, current)`` in order; a failure stops
     the rest. ``action``: create, update (apply), recreate (delete, then apply) or delete. Returns (done as
-    (action, object id), object id -> ``view(object as stored after the write)``, the first error or None)."""
+    (action, object id), object id -> ``view(object as stored after the write)``, the first error or None). A recreate
+    whose apply fails after its delete is in ``done`` as a delete: the object is gone."""
     done, after = [], {}
     for action, api_version, resource, name, desired, _current in work:
         path = object_path(api_version, resource, name)
         oid = object_id(api_version, resource, name)
+        deleted = False
         try:
             if action in ("delete", "recreate"):
                 _delete(client, path, options)
+                deleted = True
             if action != "delete" and not (action == "recreate" and options.check_mode):
                 # A dry-run apply after a dry-run delete would meet the stored object and its frozen field.
                 after[oid] = view(client.request("PATCH", path, options.query(force="true"), desired, APPLY_PATCH))
             elif action == "recreate":
                 after[oid] = view(desired)
         except _k8s.K8sError as exc:
+            if deleted and action == "recreate":
+                done.append(("delete", oid))  # the delete of a recreate went through: the object is gone
             return done, after, exc
         done.append((action, oid))
     return done, after, None

@@ -87,9 +87,17 @@ def check_shrink(current, content, max_node_loss, force, where="the current file
     return None
 
 
+# Line breaks of YAML 1.1 (libyaml, PyYAML) besides \n: a topology.yaml breaks lines where Slurm's reader does not.
+_YAML_BREAKS = re.compile("\r\n|[\r\x85\u2028\u2029]")
+
+
 def _is_blank(text):
-    """Only blank lines and comments: a file that says nothing, in either format."""
-    return all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines())
+    """A file that says nothing in either format: nothing but comments and white space to Slurm's reader of
+    topology.conf (lines end at \\n only) and to YAML's (lines end at \\r, U+0085, U+2028, U+2029 too)."""
+    if any(line.text.strip(slurm_lines.SPACE) for line in _conf_lines(text)):
+        return False
+    return all(not line.strip(" \t") or line.lstrip(" \t").startswith("#")
+               for line in _YAML_BREAKS.sub("\n", text).split("\n"))
 
 
 def _shown(hostlist_text, width=200):

@@ -1,9 +1,11 @@
 """The Kubernetes writers against input the API server must refuse, and a server that drops the connection.
 
 What the server would refuse (a key or value outside Kubernetes' rules, a name that can never be a
-node's, a line break in a one-line value, annotations over 256 KiB, ConfigMap data over 1 MiB) is
-refused before any request, or, where it depends on what the cluster holds, after the reads and
-before the first write, naming the node. A connection closed or reset is a connection problem, never
+node's, a line break in a one-line value, annotations over 256 KiB, ConfigMap data over 1 MiB, a level
+key twice) is refused before any request, or, where it depends on what the cluster holds, after the
+reads and before the first write, naming the node. A scheduler Topology or flavor that is another
+team's, or that is being deleted, is never written; a recreate that fails after its delete says the
+object is gone. A connection closed or reset is a connection problem, never
 a TLS verification failure. The rules against the real kube-apiserver: tests/integration/test_k8s_validation.py.
 """
 
@@ -22,13 +24,17 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import la
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology as scheduler_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as scheduler_engine
 from ansible_collections.aifactory.topology.plugins.modules import (
     k8s_node_annotations,
     k8s_node_labels,
+    k8s_scheduler_topology,
     nfd_topology,
     slinky_topology,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_annotations import reconcile as reconcile_broker_annotations
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_scheduler_topology import reconcile as reconcile_scheduler
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slinky_topology import reconcile as reconcile_slinky
 
 from tests.tls_certs import self_signed, server_context
@@ -255,6 +261,118 @@ def test_slinky_refuses_a_configmap_the_server_would_refuse_before_writing_it(co
     with pytest.raises(TopologyError, match="configmap slurm/slurm: " + words):
         reconcile_slinky(client, topology, slinky_params(), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
+
+
+# -- the schedulers' objects: another team's, one being deleted, a recreate cut in half ---------------
+
+KUEUE_TOPOLOGY = f"topologies.kueue.x-k8s.io/{'gpus'}"
+
+
+class SchedulerApi:
+    """Serves Kueue's group (not KAI's) and two nodes; keeps objects by path; records every write. ``fail``:
+    (method, path) -> the K8sError that request raises."""
+
+    def __init__(self):
+        self.objects, self.requests, self.fail = {}, [], {}
+
+    def list(self, path, label_selector=None, metadata_only=False):
+        if path == _k8s.node_path():
+            return [{"metadata": {"name": name, "labels": {"pool": "gpu"}}} for name in ("n1", "n2")]
+        wanted = dict(part.split("=", 1) for part in label_selector.split(","))
+        return [item for key, item in self.objects.items() if key.startswith(path + "/")
+                and all(item["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())]
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        self.requests.append((method, path))
+        if (method, path) in self.fail:
+            raise self.fail[(method, path)]
+        if method == "GET" and path.count("/") == 3:  # /apis/<group>/<version>: what it serves
+            if path != f"/apis/{scheduler_engine.KUEUE_API}":
+                raise _k8s.K8sError(f"GET {path}: HTTP 404 Not Found", 404)
+            return {"resources": [{"name": "topologies"}, {"name": "resourceflavors"}]}
+        if method in ("GET", "DELETE") and path not in self.objects:
+            raise _k8s.K8sError(f"{method} {path}: HTTP 404 Not Found", 404)
+        if method == "GET":
+            return self.objects[path]
+        if (query or {}).get("dryRun"):
+            return body
+        if method == "DELETE":
+            return self.objects.pop(path)
+        self.objects[path] = body
+        return body
+
+    def writes(self):
+        return [request for request in self.requests if request[0] in ("PATCH", "DELETE")]
+
+    def topology(self):
+        return self.objects.get(scheduler_writer.object_path(scheduler_engine.KUEUE_API, "topologies", "gpus"))
+
+
+def reconcile_gpus(api, check_mode=False, **params):
+    topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
+    options = scheduler_engine.Options(["kueue"], _labels.LabelKeys(), name="gpus", flavor_node_labels={"pool": "gpu"})
+    return reconcile_scheduler(api, topology, options, k8s_writer.WriteOptions(check_mode, concurrency=1),
+                               dict({"recreate": True}, **params))
+
+
+@pytest.mark.parametrize("labels, shown", [
+    ({}, "label app.kubernetes.io/managed-by is not set"),
+    ({"app.kubernetes.io/managed-by": "platform-team"}, "label app.kubernetes.io/managed-by is 'platform-team'"),
+    ({"app.kubernetes.io/managed-by": "aifactory-topology", "topology.aifactory.dev/scheduler-topology": "other"},
+     "label topology.aifactory.dev/scheduler-topology is 'other', another set of this collection"),
+])
+@pytest.mark.parametrize("check_mode", [False, True], ids=["apply", "check"])
+def test_another_teams_topology_is_never_updated_deleted_or_recreated(labels, shown, check_mode):
+    api = SchedulerApi()
+    path = scheduler_writer.object_path(scheduler_engine.KUEUE_API, "topologies", "gpus")
+    theirs = {"apiVersion": scheduler_engine.KUEUE_API, "kind": "Topology",
+              "metadata": {"name": "gpus", "labels": labels}, "spec": {"levels": [{"nodeLabel": "their/rack"}]}}
+    api.objects[path] = theirs
+    with pytest.raises(TopologyError) as info:
+        reconcile_gpus(api, check_mode)
+    assert f"{KUEUE_TOPOLOGY} ({shown})" in str(info.value)
+    assert "never updated, deleted or recreated" in str(info.value) and str(info.value).endswith("nothing was written")
+    assert api.writes() == [] and api.topology() is theirs
+
+
+def test_a_recreate_that_fails_after_its_delete_reports_the_object_deleted():
+    api = SchedulerApi()
+    reconcile_gpus(api)
+    path = scheduler_writer.object_path(scheduler_engine.KUEUE_API, "topologies", "gpus")
+    api.topology()["spec"]["levels"] = [{"nodeLabel": "old/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    api.fail[("PATCH", path)] = _k8s.K8sError(f"PATCH {path}: HTTP 500 Internal Server Error", 500)
+    with pytest.raises(k8s_writer.PartialWrite) as info:
+        reconcile_gpus(api)
+    assert str(info.value) == (f"PATCH {path}: HTTP 500 Internal Server Error (already written: deleted "
+                               f"{KUEUE_TOPOLOGY}; {KUEUE_TOPOLOGY} was deleted to be created again and is not there "
+                               "now (the scheduler sees no such object): run again once the cause is fixed)")
+    assert info.value.result["deleted"] == [KUEUE_TOPOLOGY] and info.value.result["updated"] == []
+    assert api.topology() is None
+
+
+@pytest.mark.parametrize("check_mode", [False, True], ids=["apply", "check"])
+def test_an_object_being_deleted_is_never_written_nor_reported_unchanged(check_mode):
+    api = SchedulerApi()
+    reconcile_gpus(api)
+    api.topology()["metadata"].update(deletionTimestamp="2026-12-04T10:00:00Z",
+                                      finalizers=["kueue.x-k8s.io/resource-in-use"])
+    written = len(api.writes())
+    with pytest.raises(TopologyError) as info:
+        reconcile_gpus(api, check_mode)
+    assert (f"these objects are being deleted, and what is written into them would go with them (a new one cannot be "
+            f"created until they are gone): {KUEUE_TOPOLOGY} (deletionTimestamp 2026-12-04T10:00:00Z; finalizers "
+            "kueue.x-k8s.io/resource-in-use)") in str(info.value)
+    assert str(info.value).endswith("nothing was written") and len(api.writes()) == written
+
+
+@pytest.mark.parametrize("keys, where", [
+    ({"accelerator_label": "kubernetes.io/hostname"}, "accelerator_label and hostname: true"),
+    ({"fabric_labels": ["kubernetes.io/hostname"]}, "fabric_labels[0] and hostname: true"),
+])
+def test_a_level_key_used_twice_is_refused_before_any_request(run, keys, where):
+    message = run(k8s_scheduler_topology, dict({"model": MODEL, "consumers": ["kai"]}, **keys))
+    assert message.startswith(f"the level key kubernetes.io/hostname would be a level twice ({where}); Kueue and KAI "
+                              "refuse a repeated level key")
 
 
 # -- the transport ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The file writer and the shrink guard against hostile destinations, attributes, kills and races.
 
-Only a regular file (or a link to one) is ever replaced; owner and mode fail before anything is
-replaced; a temporary file of a killed run is removed by the next one; read, check and rename
+Only a regular file (or a link to one that root or the task's user owns) is ever replaced; a link
+another user planted is refused, one planted after the checks is replaced, never written through;
+owner and mode fail before anything is replaced; a temporary file of a killed run is removed by the next one; read, check and rename
 happen under a lock; the guard fails closed on a file it cannot read and on a limit that is
 not a percentage.
 """
@@ -124,21 +125,74 @@ def test_kill_9_mid_write_then_a_run_leaves_one_whole_file_and_no_temporary_file
 
 
 def test_diff_of_a_symlinked_dest_names_the_link_and_writes_its_target(run, tmp_path):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    (shared / "topology.conf").write_text(OLD)
+    site = tmp_path / "site-config"
+    site.mkdir()
+    (site / "topology.conf").write_text(OLD)
     dest = tmp_path / "topology.conf"
-    dest.symlink_to(shared / "topology.conf")
+    dest.symlink_to(site / "topology.conf")
     dry = run({"dest": str(dest)}, check_mode=True, diff=True)
-    assert dry["diff"]["before_header"] == f"{dest} -> {shared / 'topology.conf'}" and dry["diff"]["before"] == OLD
+    assert dry["diff"]["before_header"] == f"{dest} -> {site / 'topology.conf'}" and dry["diff"]["before"] == OLD
     assert run({"dest": str(dest)})["changed"]
-    assert dest.is_symlink() and (shared / "topology.conf").read_text().endswith("Nodes=n[1-10]\n")
+    assert dest.is_symlink() and (site / "topology.conf").read_text().endswith("Nodes=n[1-10]\n")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     link = tmp_path / "to-fifo"
     link.symlink_to(fifo)
     result = run({"dest": str(link)})
     assert result["failed"] and result["msg"] == f"{link} (a link to {fifo}) is a FIFO; only a regular file is ever replaced"
+
+
+def _planted_link(tmp_path, owner):
+    """A 0600 file outside the directory, and a link to it at dest owned by ``owner`` (root only for another)."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    token = secret / "token"
+    token.write_text("s3cr3t-token\n")
+    os.chmod(token, 0o600)
+    dest = tmp_path / "topology.conf"
+    dest.symlink_to(token)
+    if owner != os.geteuid():
+        if os.geteuid() != 0:
+            pytest.skip("a link owned by another user needs root to make (lchown)")
+        os.lchown(dest, owner, owner)
+    return dest, token
+
+
+def test_a_link_another_user_planted_is_never_followed_nor_its_target_shown(run, tmp_path):
+    dest, token = _planted_link(tmp_path, 65534)
+    for check_mode in (True, False):
+        result = run({"dest": str(dest)}, check_mode=check_mode, diff=True)
+        assert result["failed"] and result["msg"].startswith(f"{dest} is a symbolic link owned by uid 65534, neither "
+                                                             "root nor the user running the task")
+        assert "diff" not in result and "s3cr3t" not in str(result)
+    assert token.read_text() == "s3cr3t-token\n" and stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert dest.is_symlink() and _entries(tmp_path) == ["secret", "topology.conf"]
+
+
+def test_a_chain_of_links_is_followed_only_when_every_link_is_trusted(run, tmp_path):
+    dest, token = _planted_link(tmp_path, os.geteuid())
+    hop = tmp_path / "secret" / "hop"
+    hop.symlink_to(token)
+    dest.unlink()
+    dest.symlink_to(hop)  # ours, to a link of another user
+    if os.geteuid() != 0:
+        pytest.skip("a link owned by another user needs root to make (lchown)")
+    os.lchown(hop, 65534, 65534)
+    result = run({"dest": str(dest)})
+    assert result["failed"] and result["msg"].startswith(f"{dest} (through the link {hop}) is a symbolic link owned "
+                                                         "by uid 65534")
+    assert token.read_text() == "s3cr3t-token\n"
+
+
+def test_a_link_planted_after_the_checks_is_replaced_not_written_through(run, tmp_path):
+    dest, token = _planted_link(tmp_path, os.geteuid())
+    dest.unlink()
+    # The validate command runs after every check and before the rename: it plants the link then.
+    plant = f"sh -c 'ln -s {token} {dest}' %s"
+    result = run({"dest": str(dest), "validate": plant})
+    assert not result["failed"] and result["changed"], result.get("msg")
+    assert not dest.is_symlink() and dest.read_text().endswith("SwitchName=leaf Nodes=n[1-10]\n")
+    assert token.read_text() == "s3cr3t-token\n" and stat.S_IMODE(token.stat().st_mode) == 0o600
 
 
 def test_read_check_and_rename_happen_under_the_lock(run, tmp_path, monkeypatch):

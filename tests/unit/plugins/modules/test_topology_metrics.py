@@ -121,13 +121,14 @@ def test_check_mode_writes_nothing_and_predicts_the_change(run, tmp_path):
 def test_an_unreadable_previous_file_only_warns(run, tmp_path):
     (tmp_path / "aifactory_topology_slurm.prom").write_text('aifactory_topology_nodes{target="slurm" 5\n')
     result = run({"directory": str(tmp_path), "target": "slurm", "results": [SLURM]})
-    assert not result["failed"] and any("could not be read" in text for text in result["warnings"])
+    assert not result["failed"] and any("is not a file this module wrote for target slurm (line 1)" in text
+                                        for text in result["warnings"])
 
 
 @pytest.mark.parametrize("args, message", [
     ({"target": "Slurm"}, "target must be a lower-case name"),
     ({"target": "a-b"}, "target must be a lower-case name"),
-    ({"target": "slurm", "nodes": -1}, "nodes must be >= 0"),
+    ({"target": "slurm", "nodes": -1}, "nodes must be a whole number from 0 to 9007199254740992 (2**53), got -1"),
     ({"target": "slurm", "started": float("nan")}, "started must be a time"),
 ])
 def test_bad_options_fail_naming_the_field(run, tmp_path, args, message):
@@ -144,7 +145,7 @@ def test_a_missing_directory_fails_naming_it(run, tmp_path):
 def test_a_directory_at_the_destination_is_never_replaced(run, tmp_path):
     (tmp_path / "aifactory_topology_slurm.prom").mkdir()
     result = run({"directory": str(tmp_path), "target": "slurm"})
-    assert result["failed"] and "it is not a file this module wrote, so it is not replaced" in result["msg"]
+    assert result["failed"] and result["msg"].endswith("is a directory; only a regular file is ever replaced")
 
 
 def test_without_the_client_the_error_names_the_package(monkeypatch, tmp_path):
