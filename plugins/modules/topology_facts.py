@@ -13,23 +13,28 @@ description:
     fabric, the role of NVIDIA Topograph's Node Data Broker.
   - InfiniBand HCAs come from sysfs (C(/sys/class/infiniband/<device>)), each with its node GUID, system
     image GUID, node description, node type and per port the state, physical state, rate and link layer.
-  - The NVLink clique, cluster UUID and fabric registration come from
-    C(nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status --format=csv,noheader)
-    (nvidia-smi's C(--query-gpu) property names); the GPUs of a node must agree. With O(fabric_health), the
-    fabric health comes from the C(Fabric) section of C(nvidia-smi -q) (C(Health) rows C(Bandwidth),
-    C(Route Recovery in progress), C(Route Unhealthy), C(Access Timeout Recovery), C(Incorrect Configuration),
-    C(Summary)), which the fabric query does not report. Both outputs are read by the parser of the
-    C(nvidia_smi) accelerator source.
-  - A node without HCAs, without C(nvidia-smi), without GPUs or with GPUs outside an NVLink fabric (C(N/A),
-    C(Not Supported)) gets empty C(infiniband) or C(nvlink) facts, not an error.
-  - A GPU whose C(fabric.state) is not C(Completed) (C(Not Started), C(In Progress)), whose C(fabric.status) is
-    not C(Success), or whose fabric health is degraded (C(Bandwidth) C(Degraded), a C(Summary) other than
-    C(Healthy), ...) gives C(nvlink) facts with C(unhealthy), the reason naming the node, the row, the field and
-    the value, and a warning with it; the C(nvidia_smi) accelerator source then quarantines the node as unhealthy.
-  - GPUs in different cliques, nvidia-smi failing, output that is not UTF-8, or a cluster UUID or clique id that
-    is not a valid name (white space, C(=), C([), C(#), more than 253 characters; the domain becomes a Slurm block
-    name) give empty C(nvlink) facts and a warning that names the node, the row and the field. When only
-    C(nvidia-smi -q) fails, the clique is kept and the warning says that the health was not checked.
+  - The NVLink clique, cluster UUID, fabric registration, fabric health and the tray's place come from one
+    C(nvidia-smi --query-gpu=... --format=csv,noheader) process asking for the four C(fabric.*) fields, the seven
+    C(fabric.health.*) fields and the C(platform.*) fields (chassis serial number, slot, tray index, host id, peer
+    type, module id), with nvidia-smi's C(--query-gpu) property names (C(nvidia-smi --help-query-gpu)).
+  - A driver that does not know a field (C(Field "..." is not a valid field to query.)) is asked again without that
+    field's group, at most three processes; only where the health fields are missing does C(nvidia-smi -q) give the
+    health. C(nvlink.query) says which fields were read and where the health came from.
+  - The facts are read and decided by the parser and the decision of the C(nvidia_smi) accelerator source, the same
+    for raw output and facts (docs/providers/nvidia_smi.md has the decision as a table).
+  - A node without C(nvidia-smi) or without GPUs gets empty C(nvlink) facts. A registered node with NVLink inside the
+    node only (every HGX H100, H200 and B200, with C(Completed), C(Success) and an all-zero cluster UUID) gets
+    C(fabric=node), a node with no NVLink fabric (C(N/A)) C(fabric=none); neither is a fault, there is no multi-node
+    domain.
+  - A GPU whose C(fabric.state) is not C(Completed), whose C(fabric.status) is not C(Success), whose fabric health is
+    degraded, that is in no NVLink partition (C(Partition Assigned) C(False)), that C(-q) counts but does not print,
+    or that is out of the fabric the node's other GPUs are in, and a tray that reports an NVL chassis serial number
+    but is in no multi-node domain, give C(nvlink) facts with C(unhealthy), the reason naming the node, the row, the
+    field and the value, and a warning with it; nvidia-smi failing or hanging gives C(unhealthy) too. The
+    C(nvidia_smi) accelerator source then quarantines the node as unhealthy.
+  - GPUs in different cliques or places, output that is not UTF-8, or a value that is not a valid name (white space,
+    C(=), C([), C(#), more than 253 characters; the domain becomes a Slurm block name) give C(invalid), the reason,
+    and a warning that names the node, the row and the field; the source quarantines the node as invalid.
   - The C(infiniband) provider takes the facts as C(params.node_facts), to name HCAs by GUID; the
     C(nvidia_smi) accelerator source takes them in place of the command output; and
     M(aifactory.topology.k8s_node_annotations) publishes them as Kubernetes node annotations.
@@ -56,9 +61,9 @@ options:
     type: path
   fabric_health:
     description:
-      - Also run C(nvidia-smi -q) on a node with an NVLink clique and read the health of its fabric (the
-        C(Health) rows of each GPU's C(Fabric) section); a degraded fabric makes the facts C(unhealthy).
-      - C(false) reads only the registration (C(fabric.state), C(fabric.status)) of the fabric query.
+      - Also read the health of the NVLink fabric (the C(fabric.health.*) fields, or C(nvidia-smi -q) where the driver
+        does not know them); a degraded fabric makes the facts C(unhealthy).
+      - C(false) reads only the registration (C(fabric.state), C(fabric.status)), the domain and the place.
     type: bool
     default: true
     version_added: 0.2.0
@@ -122,23 +127,32 @@ ansible_facts:
                 - {port: 1, state: ACTIVE, phys_state: LinkUp, rate: 400 Gb/sec (4X NDR), link_layer: InfiniBand}
         nvlink:
           description:
-            - The node's NVLink clique; empty without GPUs in an NVLink fabric.
-            - C(cluster_uuid), C(clique_id), C(domain) (C(<cluster_uuid>.<clique_id>)), C(gpus), C(state) and
-              C(status) (always C(Completed) and C(Success) here) and, when O(fabric_health) read C(nvidia-smi -q),
-              C(health_checked).
-            - For a fabric registration that is not complete and successful, or degraded, only C(gpus) and
-              C(unhealthy), the reason (for example C(nvidia-smi output of gb200-r01-n01, row 3 -
-              fabric.state is 'In Progress', not 'Completed'; ...)).
-            - Facts gathered by older versions have no C(state) and C(status); the C(nvidia_smi) source still
-              reads them.
+            - The node's NVLink facts; empty without C(nvidia-smi) or GPUs.
+            - C(gpus), C(state) and C(status) (of the first GPU), C(fabric) (C(domain), in a multi-node NVLink domain;
+              C(node), registered with NVLink inside the node only; C(none), no fabric), and in a domain
+              C(cluster_uuid), C(clique_id) and C(domain) (C(<cluster_uuid>.<clique_id>)).
+            - C(health), the health rows the GPUs reported (C(N/A) rows left out); C(location), the tray's place
+              (C(chassis_serial_number), C(slot_number), C(tray_index), C(host_id), C(peer_type)), as far as reported.
+            - C(query), the fields read (C(fields)) and where the health came from (C(health) C(query), C(nvidia-smi -q)
+              or null); C(health_checked).
+            - C(unhealthy) or C(invalid), the reason, for a node that must not get NVLink jobs or whose data cannot be
+              used.
+            - Facts gathered by older versions have only C(cluster_uuid), C(clique_id) and maybe C(state) and C(status);
+              the C(nvidia_smi) source still reads them.
           type: dict
           sample:
-            cluster_uuid: 6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34
-            clique_id: "32766"
-            domain: 6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34.32766
             gpus: 4
             state: Completed
             status: Success
+            fabric: domain
+            cluster_uuid: 6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34
+            clique_id: "32766"
+            domain: 6a4f2e1c-93b7-4d0e-8f51-2c7d9e0a1b34.32766
+            health: {summary: Healthy, bandwidth: Full, route_recovery_in_progress: "False", route_unhealthy: "False",
+                     access_timeout_recovery: "False"}
+            location: {chassis_serial_number: "1821124000123", slot_number: 14, tray_index: 4, host_id: 1,
+                       peer_type: Switch Connected}
+            query: {fields: [fabric.clusterUuid, fabric.cliqueId, "...", platform.module_id], health: query}
             health_checked: true
 """
 

@@ -22,6 +22,7 @@ from ansible_collections.aifactory.topology.plugins.modules import topology_fact
 
 from ...conftest_paths import FIXTURES, REPO
 from ..module_utils.test_command import gone_or_zombie
+from .... import nvidia_smi_shapes as shapes
 from .module_runner import run_module
 
 NVIDIA_SMI = REPO / "tests" / "fixtures" / "nvidia-smi"
@@ -342,3 +343,37 @@ def test_annotations_for_kubernetes_from_facts():
         "topograph.run/instance": "cpu01", "topograph.run/region": "local"}
     with pytest.raises(TopologyError, match="must be the topology_node fact"):
         _node_facts.annotations({"nvlink": {}})
+
+
+# -- one query, as a 580 driver answers it (tests/nvidia_smi_shapes.py) ------------------------------------
+
+def test_a_580_driver_answers_everything_in_one_process(run, tmp_path):
+    script = shapes.write_fake_nvidia_smi(tmp_path / "smi", shapes.tray("gb200", slot=14, tray=4))
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": script})
+    assert result["warnings"] == []
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert (tmp_path / "smi" / "calls.log").read_text().splitlines() == [_nvidia_smi.QUERY.split(" ", 1)[1]]
+    assert nvlink["domain"] == "4b1d9c3e-7a25-4f60-9e8b-d2c5a7f01e36.32766" and nvlink["fabric"] == "domain"
+    assert nvlink["location"] == {"chassis_serial_number": "1821124000123", "slot_number": 14, "tray_index": 4,
+                                  "host_id": 1, "peer_type": "Switch Connected"}
+    assert nvlink["query"] == {"fields": list(_nvidia_smi.FIELDS), "health": "query"} and nvlink["health_checked"]
+
+
+@pytest.mark.parametrize("kind, fabric", [("hgx", "node"), ("hgx-b200", "node"), ("pcie", "none")])
+def test_hgx_and_pcie_nodes_have_no_domain_and_no_warning_on_either_driver(run, tmp_path, kind, fabric):
+    for driver in ("580", "550"):
+        script = shapes.write_fake_nvidia_smi(tmp_path / driver, shapes.tray(kind), driver=driver)
+        result = run({"gather": ["nvlink"], "nvidia_smi_path": script})
+        nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+        assert result["warnings"] == [] and nvlink["fabric"] == fabric, driver
+        assert "unhealthy" not in nvlink and "domain" not in nvlink
+
+
+def test_a_tray_of_a_rack_scale_system_in_no_domain_is_unhealthy(run, tmp_path):
+    tray = shapes.tray("gb200", uuid=shapes.ZERO_UUID, clique="0")
+    result = run({"gather": ["nvlink"], "nvidia_smi_path": shapes.write_fake_nvidia_smi(tmp_path / "smi", tray)})
+    nvlink = result["ansible_facts"]["topology_node"]["nvlink"]
+    assert nvlink["unhealthy"].endswith("its GPUs report NVL chassis serial number '1821124000123', a rack-scale "
+                                        "NVLink system, but are in no multi-node NVLink domain (registered, with "
+                                        "NVLink inside the node only: an all-zero cluster UUID)")
+    assert result["warnings"] == [nvlink["unhealthy"]]
