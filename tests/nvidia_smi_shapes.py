@@ -215,3 +215,7 @@ def node_domain(node, text, require_domain=False):
     from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
     records, attached = _nvidia_smi.parse(node, text)
     return _nvidia_smi.decide(node, _nvidia_smi.summarize(node, records, attached), require_domain)
+
+
+# One node's answer that quarantines it as unhealthy: its GPUs are still registering with the fabric.
+UNHEALTHY_TRAY = f"{ZERO_UUID}, 0, In Progress, N/A\n"

@@ -17,6 +17,7 @@ import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
 from tests.ansible_run import REPO, ansible_env, recap, run_playbook
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.playbook
 
@@ -128,7 +129,7 @@ def test_quarantined_nodes_are_named_in_the_summary_and_the_others_are_written(i
     evil = "gb200-r09-n01,evil"
     out_of_fabric = [f"gb200-r01-n{n:02d}" for n in range(1, 12)]
     outputs = {evil: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"}  # a valid clique: only the name is wrong
-    outputs.update(dict.fromkeys(out_of_fabric, "N/A, N/A\n"))
+    outputs.update(dict.fromkeys(out_of_fabric, UNHEALTHY_TRAY))
     edit_topology(inventory, lambda data: data["topology_provider"]["params"].update(
         accelerator={"source": "nvidia_smi", "nvidia_smi": outputs}))
     result, (_changed, failed) = run_site(inventory)
@@ -137,7 +138,7 @@ def test_quarantined_nodes_are_named_in_the_summary_and_the_others_are_written(i
     # JSON result format: each line of the summary is one JSON string.
     assert f"\"  '{evil}' (invalid, nvidia_smi): " in result.stdout  # the raw identifier, escaped
     for node in out_of_fabric[:9]:
-        assert f'"  {node} (unhealthy, nvidia_smi): nvidia-smi output of {node}, row 1: fabric.clusterUuid is ' \
+        assert f'"  {node} (unhealthy, nvidia_smi): nvidia-smi output of {node}, row 1: fabric.state is ' \
             in result.stdout
     assert f'"  {out_of_fabric[9]} (' not in result.stdout and '"  and 2 more",' in result.stdout
     # slurm_topology got the model from topology_info: its own warnings report the quarantine too.

@@ -22,6 +22,7 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, k8s_scheduler_topology
 from tests.integration.k8s_support import TEST_LABEL, gb200, new_id, node_names, run_module
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.k8s
 GPU = "nvidia.com/gpu"
@@ -225,7 +226,7 @@ def test_after_a_rack_is_rewired_and_the_labels_follow_the_next_admission_uses_t
 def test_a_node_the_labels_module_quarantined_is_not_used(pool):
     racks = pool(racks=1)  # one NVLink domain of 4 nodes
     sick = racks.nodes[0]
-    result = racks.labels(accelerator={"source": "nvidia_smi", "nvidia_smi": {sick: "N/A, N/A\n"}}, max_node_loss=50)
+    result = racks.labels(accelerator={"source": "nvidia_smi", "nvidia_smi": {sick: UNHEALTHY_TRAY}}, max_node_loss=50)
     assert result["changed_nodes"] == [sick] and result["quarantined"][0]["node"] == sick
     assert DOMAIN not in racks.node_labels()[sick]  # still selected by the flavor, but without its level labels
 

@@ -29,6 +29,8 @@ from tests.integration.k8s_support import (
     written,
 )
 from tests.unit.conftest_paths import MODELS
+from tests import nvidia_smi_shapes as shapes
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.k8s
 TIER = _labels.FABRIC_PREFIX
@@ -174,7 +176,7 @@ def test_a_quarantined_node_loses_its_labels_a_mass_quarantine_writes_nothing_an
     labelled = node_state(admin, test_id)
 
     def with_unhealthy(nodes, **extra):
-        accelerator = {"source": "nvidia_smi", "nvidia_smi": {node: "N/A, N/A\n" for node in nodes}}
+        accelerator = {"source": "nvidia_smi", "nvidia_smi": {node: UNHEALTHY_TRAY for node in nodes}}
         params = dict(gb200(prefix), accelerator=accelerator)
         return labels_args(k8s, test_id, params, **extra)
 
@@ -207,7 +209,7 @@ def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_unta
     sick, bad_data, other = names[0], names[1], names[2]
     someone_elses = {"key": "example.com/maintenance", "value": "yes", "effect": "NoExecute"}
     admin.request("PATCH", _k8s.node_path(sick), None, {"spec": {"taints": [someone_elses]}}, k8s_writer.MERGE_PATCH)
-    outputs = {sick: "N/A, N/A\n", bad_data: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
+    outputs = {sick: UNHEALTHY_TRAY, bad_data: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
                                              "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"}
     params = dict(gb200(prefix, racks=1), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs})
     args = labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=20)
@@ -237,3 +239,40 @@ def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_unta
     assert run_module(k8s_node_labels, args, monkeypatch)["tainted"] == [sick]
     turned_off = run_module(k8s_node_labels, dict(args, taint_unhealthy=False), monkeypatch)
     assert turned_off["untainted"] == [sick] and taints(sick) == [someone_elses] and not marked(sick)
+
+
+def test_an_escalated_rack_is_tainted_whole_with_one_reason_and_untainted_when_it_recovers(k8s, admin, monkeypatch):
+    """Rack-level escalation on the real API server: two bad trays of 18 take rack 1 out (taint_unhealthy); the
+    other rack stays labelled and untainted; the rack's recovery removes every taint."""
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 2), test_id)
+    uuids = ["4b1d9c3e-7a25-4f60-9e8b-d2c5a7f01e36", "0c9e7d2a-5f41-4b8e-a3d6-71e2f0c4b958"]
+    bad = {2: {"fabric__state": "In Progress"}, 6: {"fabric__health__route_unhealthy": "True"}}
+
+    def outputs(changes):
+        trays = {}
+        for number, uuid in enumerate(uuids, start=1):
+            trays.update(shapes.rack(f"{prefix}-r{number:02d}-n", uuid, f"18211240002{number:02d}",
+                                     changes=changes if number == 1 else None))
+        return {node: shapes.csv(gpus) for node, gpus in trays.items()}
+
+    def args(changes):
+        params = dict(gb200(prefix, racks=2), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs(changes),
+                                                            "rack_escalation": {"trays": 2}})
+        return labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=60)
+
+    def tainted():
+        return sorted(name for name in names if k8s_nodes.UNHEALTHY_TAINT in (
+            admin.request("GET", _k8s.node_path(name)).get("spec", {}).get("taints") or []))
+
+    applied = run_module(k8s_node_labels, args(bad), monkeypatch)
+    assert not applied["failed"], applied.get("msg")
+    assert sorted(applied["tainted"]) == names[:18] == tainted()
+    reasons = {record["node"]: record["reason"] for record in applied["quarantined"]}
+    assert reasons[names[0]] == (f"rack {uuids[0]}.32766 (chassis 1821124000201) is taken out of NVLink placement: "
+                                 "2 of 18 trays are unhealthy or missing (trays 2,6)")
+    assert set(reasons) == set(names[:18])
+    assert run_module(k8s_node_labels, args(bad), monkeypatch)["changed"] is False
+    recovered = run_module(k8s_node_labels, args(None), monkeypatch)
+    assert sorted(recovered["untainted"]) == names[:18] and tainted() == []

@@ -23,6 +23,7 @@ from tests.integration.k8s_support import (
     playbook_inventory,
     written,
 )
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = [pytest.mark.k8s, pytest.mark.playbook]
 
@@ -74,7 +75,7 @@ def test_k8s_playbook_summary_names_the_quarantined_nodes(k8s, tmp_path):
     prefix = f"t{test_id}"
     names = make_nodes(k8s, node_names(prefix, 2, 3), test_id)
     params = dict(gb200(prefix, racks=2, per_rack=3), accelerator={"source": "nvidia_smi",
-                                                                   "nvidia_smi": {names[0]: "N/A, N/A\n"}})
+                                                                   "nvidia_smi": {names[0]: UNHEALTHY_TRAY}})
     inventory = playbook_inventory(tmp_path, k8s, prefix, test_id,
                                    topology_provider={"name": "inventory", "params": params})
     # JSON result format: each line of the summary is one JSON string (no YAML folding).

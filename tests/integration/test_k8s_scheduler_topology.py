@@ -15,6 +15,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines import
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology as writer
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, k8s_scheduler_topology
 from tests.integration.k8s_support import TEST_LABEL, client, gb200, make_nodes, new_id, node_names, run_module
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.k8s
 TIER = "fabric.topograph.run/tier-"
@@ -133,7 +134,7 @@ def test_quarantined_and_unlabelled_nodes_are_reported_by_name(kueue, monkeypatc
     prefix = f"t{test_id}"
     params = gb200(prefix, racks=2, per_rack=2)
     names = make_nodes(kueue, node_names(prefix, 2, 2) + [f"{prefix}-late01"], test_id)
-    unhealthy = dict(params, accelerator={"source": "nvidia_smi", "nvidia_smi": {names[0]: "N/A, N/A\n"}})
+    unhealthy = dict(params, accelerator={"source": "nvidia_smi", "nvidia_smi": {names[0]: UNHEALTHY_TRAY}})
     base = {"provider": {"name": "inventory", "params": unhealthy}, "kubeconfig": str(kueue.kubeconfig),
             "node_selector": {TEST_LABEL: test_id}}
     labels = run_module(k8s_node_labels, dict(base, max_node_loss=50), monkeypatch)

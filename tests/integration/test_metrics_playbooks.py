@@ -20,6 +20,7 @@ from prometheus_client import parser
 
 from tests.ansible_run import REPO, ansible_env, recap, run_playbook
 from tests.integration.k8s_support import make_nodes, new_id, node_names, playbook_inventory
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.playbook
 
@@ -76,7 +77,7 @@ def test_site_writes_the_slurm_metrics_stays_idempotent_and_records_a_failure(tm
 
     # One tray's GPUs are in no NVLink fabric: discovery quarantines it, the run succeeds and counts it.
     provider = yaml.safe_load((inventory / "group_vars" / "all" / "topology.yml").read_text())["topology_provider"]
-    provider["params"]["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": {"gb200-r01-n01": "N/A, N/A\n"}}
+    provider["params"]["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": {"gb200-r01-n01": UNHEALTHY_TRAY}}
     degraded, (changed, failed) = run_site(inventory, output, textfiles, topology_provider=provider)
     assert degraded.returncode == 0 and failed == 0, degraded.stdout + degraded.stderr
     assert changed == 2  # topology.yaml without the tray, the metrics (recovered, one quarantined)

@@ -18,6 +18,7 @@ import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_drain import DRAIN_REASON
 
 from tests.integration.test_segment_capacity_slurm import scontrol_wrapper
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.slurm
 
@@ -37,7 +38,7 @@ def run_module(args, tmp_path, check_mode=False):
 
 
 def args_for(ctld, tmp_path, unhealthy, **extra):
-    outputs = {node: ("N/A, N/A\n" if node in unhealthy else f"{UUID}, {node[1]}\n") for node in NODES}
+    outputs = {node: (UNHEALTHY_TRAY if node in unhealthy else f"{UUID}, {node[1]}\n") for node in NODES}
     params = {"switches": {"leaf": None},
               "domains": [{"name": f"rack{rack}", "nodes": f"n{rack}x[1-4]", "switch": "leaf"} for rack in (1, 2)],
               "accelerator": {"source": "nvidia_smi", "nvidia_smi": outputs}}
