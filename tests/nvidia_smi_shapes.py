@@ -161,8 +161,8 @@ def write_fake_nvidia_smi(directory, gpus, driver="580", rc=0, layout=None):
     driver does not know: the driver's answer and exit 2), ``-q`` and ``--version``, from these GPUs, and
     records each call's arguments in ``calls.log`` beside it. Returns its path."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "gpus.json").write_text(json.dumps({"gpus": gpus, "known": list(KNOWN_FIELDS[driver]),
-                                                      "layout": layout or driver, "rc": rc}))
+    spec = {"gpus": gpus, "known": list(KNOWN_FIELDS[driver]), "layout": layout or driver, "rc": rc}
+    (directory / "gpus.json").write_text(json.dumps(spec))
     script = directory / "nvidia-smi"
     script.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""\
         import json, sys

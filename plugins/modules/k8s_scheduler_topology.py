@@ -25,10 +25,10 @@ description:
   - An unknown consumer, levels the model cannot give, a level key used twice (C(kubernetes.io/hostname) as a
     configured key with O(hostname)), a consumer whose CRD the API server does not serve, or a change of a field
     the CRD makes immutable (without O(recreate)) fail before any write.
-  - An existing object of the same name that is not this set's (without
-    C(app.kubernetes.io/managed-by=aifactory-topology): another team's; or with another
-    C(topology.aifactory.dev/scheduler-topology)) is never updated, deleted or recreated, and one being deleted (C(deletionTimestamp)) is never written: both fail before any write, naming
-    the object.
+  - An existing object of the same name that is not this set's (another team's, without
+    C(app.kubernetes.io/managed-by=aifactory-topology), or another set's, with another
+    C(topology.aifactory.dev/scheduler-topology)) is never updated, deleted or recreated, and one being deleted
+    (C(deletionTimestamp)) is never written; both fail before any write, naming the object.
   - A write that fails ends the task with what was already written; a O(recreate) whose create fails after its
     delete reports the object deleted.
 author:

@@ -210,7 +210,7 @@ def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_unta
     someone_elses = {"key": "example.com/maintenance", "value": "yes", "effect": "NoExecute"}
     admin.request("PATCH", _k8s.node_path(sick), None, {"spec": {"taints": [someone_elses]}}, k8s_writer.MERGE_PATCH)
     outputs = {sick: UNHEALTHY_TRAY, bad_data: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
-                                             "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"}
+                                                "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"}
     params = dict(gb200(prefix, racks=1), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs})
     args = labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=20)
 
@@ -258,8 +258,8 @@ def test_an_escalated_rack_is_tainted_whole_with_one_reason_and_untainted_when_i
         return {node: shapes.csv(gpus) for node, gpus in trays.items()}
 
     def args(changes):
-        params = dict(gb200(prefix, racks=2), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs(changes),
-                                                            "rack_escalation": {"trays": 2}})
+        accelerator = {"source": "nvidia_smi", "nvidia_smi": outputs(changes), "rack_escalation": {"trays": 2}}
+        params = dict(gb200(prefix, racks=2), accelerator=accelerator)
         return labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=60)
 
     def tainted():

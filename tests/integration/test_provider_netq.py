@@ -246,8 +246,8 @@ def test_one_nmx_domain_that_is_not_a_name_quarantines_that_node_only(server):
 
 def test_an_nmx_unhealthy_tray_is_quarantined_as_unhealthy_and_a_bad_place_as_invalid(server):
     server.compute_nodes = [dict(COMPUTE_NODES[0], Name="dgx-01", Health="DEGRADED"),
-                            dict(COMPUTE_NODES[1], Name="dgx-02", LocationInfo=dict(COMPUTE_NODES[1]["LocationInfo"],
-                                                                                      TrayIndex="twelve"))]
+                            dict(COMPUTE_NODES[1], Name="dgx-02",
+                                 LocationInfo=dict(COMPUTE_NODES[1]["LocationInfo"], TrayIndex="twelve"))]
     topology, warnings = run(server)
     assert "dgx-01" not in topology.nodes and "dgx-02" not in topology.nodes
     record = topology.quarantined["dgx-01"]

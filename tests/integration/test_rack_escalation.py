@@ -81,8 +81,8 @@ def test_an_escalated_rack_is_avoided_by_a_multi_node_segment_job(slurm_root):
             ctld.placement("-N48", "--segment=16")
     # The rack recovers: the next run without the fault maps it again.
     healthy = {node: shapes.csv(gpus) for node, gpus in cluster().items()}
-    healthy.update({node: shapes.csv(shapes.tray("gb200", uuid=UUIDS[1], chassis="1821124000102", slot=10 + index,
-                                                  tray=index))
+    healthy.update({node: shapes.csv(shapes.tray("gb200", uuid=UUIDS[1], chassis="1821124000102",
+                                                 slot=10 + index, tray=index))
                     for index, node in ((4, "gb200-r02-n05"), (9, "gb200-r02-n10"))})
     recovered = discover("inventory", {"hosts": {node: {} for node in healthy}, "accelerator": {
         "nvidia_smi": healthy, "rack_escalation": {"trays": 2}}})

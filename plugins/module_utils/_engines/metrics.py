@@ -109,7 +109,7 @@ def previous(text, target):
         if sample is None or sample.group(2) != target or sample.group(1) in values:
             return {}, f"is not a file this module wrote for target {target} (line {number})"
         value = float(sample.group(3))
-        if not value <= MAX_COUNT:
+        if math.isnan(value) or value > MAX_COUNT:  # NaN compares false with everything
             return {}, f"is not a file this module wrote for target {target} (line {number}: a value beyond 2**53)"
         values[sample.group(1)] = value
     return values, None

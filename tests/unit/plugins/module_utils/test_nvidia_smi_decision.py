@@ -27,9 +27,12 @@ def table_rows():
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
 
 
+def na(value):
+    return "N/A" if value == "—" else value
+
+
 def gpu_of(row):
     state, status, uuid, clique, health, partition, serial, _verdict = row
-    na = lambda value: "N/A" if value == "—" else value  # noqa: E731
     record = shapes.gpu("gb200", uuid={"a UUID": UUID, "all zeros": ZERO}.get(uuid, na(uuid)),
                         clique=na(clique), chassis="" if serial == "(empty)" else na(serial))
     record.update({"fabric.state": na(state), "fabric.status": na(status), "fabric.health.partition_assigned": na(partition)})
@@ -76,7 +79,7 @@ def test_the_table_is_there_and_covers_every_verdict():
     assert len(rows) >= 20 and {row[-1] for row in rows} == {"domain", "no domain", "unhealthy", "invalid"}
 
 
-@pytest.mark.parametrize("row", table_rows(), ids=lambda row: "|".join(row))
+@pytest.mark.parametrize("row", table_rows(), ids="|".join)
 def test_each_row_of_the_documented_table_through_every_route(row):
     expected = row[-1]
     for route, text in routes(gpu_of(row)):

@@ -34,8 +34,8 @@ def test_identical_per_gpu_rows_are_one_domain():
     (rows(UUID_A, 32766, 2) + rows(UUID_B, 32766, 2),
      rf"gpu7: its GPUs are in different NVLink domains: {UUID_A}.32766 \(row 1\), {UUID_B}.32766 \(row 3\)"),
     (rows(UUID_A, 1, 1) + rows(UUID_A, 2, 1), r"gpu7: its GPUs are in different NVLink domains"),
-    (f"{UUID_A}\n", r"gpu7, row 1: expected one of 17, 11, 10, 4, 2 columns, got 1: '6a4f.*other columns need a "
-                   r"header: --format=csv"),
+    (f"{UUID_A}\n",
+     r"gpu7, row 1: expected one of 17, 11, 10, 4, 2 columns, got 1: '6a4f.*other columns need a header: --format=csv"),
     (f"{UUID_A}, 1, Completed\n", r"gpu7, row 1: expected one of 17, 11, 10, 4, 2 columns, got 3"),
     # An extra column is never folded into the status: without a header, a count that is no layout is refused.
     (f"{UUID_A}, 1, Completed, Insufficient Resources, retry\n", r"gpu7, row 1: expected one of .* got 5"),
