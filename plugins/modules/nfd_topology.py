@@ -14,6 +14,9 @@ description:
     distinct tier or domain value, in O(namespace), with NVIDIA Topograph's names, labels and
     annotations, so objects written by either tool are the same objects.
   - Lists the managed objects once (by their labels), then creates, patches or deletes only what differs.
+  - A node whose name or label value the API server would refuse (a domain with C(:), a name longer than 63
+    characters, which the C(nfd.node.kubernetes.io/node-name) label cannot hold) is quarantined (RV(quarantined),
+    source C(kubernetes labels)) and gets no C(NodeFeature); the other nodes are written.
   - Managed objects that the topology no longer gives are deleted (O(cleanup)). A topology that gives no
     node any attribute is an error, so an empty discovery never deletes the last good objects.
   - nfd-master turns the attributes into node labels through C(NodeFeatureRule) objects; C(NodeFeatureGroup)

@@ -21,18 +21,22 @@ def run(module):
         topology = load_topology(module)
         client, options = k8s_module.connect(module)
         result = reconcile(client, topology, params["namespace"], options, cleanup=params["cleanup"],
-                           no_topology_value=params["no_topology_value"], diff=module._diff)
+                           no_topology_value=params["no_topology_value"], diff=module._diff, warn=module.warn)
         result["quarantined"] = topology.quarantine_report()
         return result
 
     k8s_module.run(module, work)
 
 
-def reconcile(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False):
-    """The nfd_topology module without Ansible: a result dict."""
+def reconcile(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False, warn=None):
+    """The nfd_topology module without Ansible: a result dict.
+
+    A node whose name or label value the API server would refuse is quarantined (``k8s_labels.desired_labels``):
+    it gets no NodeFeature, and ``warn`` names it.
+    """
     _labels.check_object_name(namespace, "namespace", dns_label=True)
-    _labels.check_node_names(topology.nodes, "the topology")
-    labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value)
+    labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value,
+                                       name_label=nfd.LABEL_NODE_NAME, warn=warn)
     features, groups = nfd.build_objects(labels, namespace)
     if not features:
         raise TopologyError("the topology gives no node a fabric tier or accelerator domain, so there would be no "

@@ -29,10 +29,13 @@ from ansible_collections.aifactory.topology.plugins.modules import (
     slinky_topology,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_annotations import reconcile as reconcile_broker_annotations
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_labels import reconcile as reconcile_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slinky_topology import reconcile as reconcile_slinky
 
 from tests.tls_certs import self_signed, server_context
 
+from ..conftest_paths import MODELS
+from ..plugins.module_utils.test_providers_kubernetes_quarantine import ServedNodes
 from ..plugins.modules.module_runner import run_module
 
 LIMIT = _labels.MAX_ANNOTATIONS_BYTES
@@ -140,10 +143,10 @@ def test_k8s_node_annotations_refuses_before_any_request(run, args, words):
 
 @pytest.mark.parametrize("args, words", [
     ({"model": dict(MODEL, nodes=[{"nodes": "GPU[1-2]", "switch": "leaf1"}])},
-     "the topology: 2 names can never be Kubernetes node names (lower-case RFC 1123 subdomains of at most 253 "
-     "characters): 'GPU1', 'GPU2'"),
+     "every node was quarantined (2), so nothing is left to map: GPU1 (node name 'GPU1' can never be a Kubernetes "
+     "node name: it is not lower-case letters"),
     ({"model": dict(MODEL, switches={}, nodes=[{"nodes": "n1"}]), "no_topology_value": "none\n"},
-     "tier-0='none\\n' on n1"),
+     "no_topology_value: 'none\\n' is not a valid Kubernetes label value"),
     ({"model": MODEL, "node_selector": {"team": "a\n"}}, "node_selector['team']"),
     ({"model": MODEL, "accelerator_label": "example.com/domain\n"}, "is not a valid Kubernetes label key"),
     ({"model": MODEL, "fabric_labels": ["a/b/c"]}, "fabric_labels[0]: 'a/b/c' is not a valid Kubernetes label key"),
@@ -157,7 +160,7 @@ def test_k8s_node_labels_refuses_before_any_request(run, args, words):
     ({"namespace": "nfd\n"}, "namespace: 'nfd\\n' is not at most 63"),
     ({"namespace": "n" * 64}, "is not at most 63"),
     ({"namespace": "nfd", "model": dict(MODEL, nodes=[{"nodes": "Gpu1", "switch": "leaf1"}])},
-     "the topology: 1 names can never be Kubernetes node names"),
+     "every node was quarantined (1), so nothing is left to map: Gpu1 (node name 'Gpu1' can never be"),
 ])
 def test_nfd_topology_refuses_before_any_request(run, args, words):
     assert words in run(nfd_topology, dict({"model": MODEL}, **args))
@@ -254,6 +257,68 @@ def test_slinky_refuses_a_configmap_the_server_would_refuse_before_writing_it(co
     client = RecordingClient({}, configmap=dict({"metadata": {}, "data": {}}, **configmap))
     with pytest.raises(TopologyError, match="configmap slurm/slurm: " + words):
         reconcile_slinky(client, topology, slinky_params(), k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+
+
+# -- one node's value the API server would refuse: that node is quarantined, the others written -----
+
+class LabelledNodes(RecordingClient):
+    """RecordingClient whose listed nodes carry ``labels_by_node``; a patch answers with the labels it sets."""
+
+    def __init__(self, labels_by_node):
+        super().__init__({name: {} for name in labels_by_node})
+        for name, labels in labels_by_node.items():
+            self.nodes[name]["metadata"]["labels"] = dict(labels)
+
+    def patched(self):
+        return sorted(path.rsplit("/", 1)[1] for method, path in self.requests if method == "PATCH")
+
+
+def nvl72(nvidia_smi):
+    return discover("simulation", {"model_path": str(MODELS / "nvl72.yaml"),
+                                   "accelerator": {"source": "nvidia_smi", "nvidia_smi": nvidia_smi}})
+
+
+def test_one_nvidia_smi_cluster_uuid_with_a_colon_quarantines_that_node_and_the_others_are_labelled():
+    # Root on node1101 reports a cluster UUID with ':': a valid name for Slurm, never a Kubernetes label value.
+    topology = nvl72({"node1101": "3bd4c4b2:4a2c, 1\n"})
+    client = LabelledNodes({name: {} for name in list(topology.nodes)})
+    warnings = []
+    result = reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1),
+                              warn=warnings.append)
+    assert client.patched() == sorted(name for name in client.nodes if name != "node1101")
+    (record,) = result["quarantined"]
+    assert (record["node"], record["source"], record["kind"]) == ("node1101", "kubernetes labels", "invalid")
+    assert record["reason"].startswith("label accelerator.topograph.run/domain (the domain): '3bd4c4b2:4a2c.1' is "
+                                       "not a valid Kubernetes label value")
+    assert result["summary"]["quarantined"] == 1 and result["summary"]["nodes_changed"] == 71
+    assert warnings == [f"1 nodes quarantined (left out of the map): node1101 ({record['reason']})"]
+
+
+def test_a_tier_label_the_server_would_refuse_from_node_labels_quarantines_that_node_only():
+    tier0, tier1 = "fabric.topograph.run/tier-0", "fabric.topograph.run/tier-1"
+    listed = [("k8s-0", {tier0: "leaf-a", tier1: "spine"}, {}), ("k8s-1", {tier0: "leaf-\u00fc1", tier1: "spine"}, {}),
+              ("k8s-2", {tier0: "leaf-a", tier1: "spine"}, {})]
+    topology = discover("node_labels", {}, k8s_client=ServedNodes(*listed))
+    assert sorted(topology.nodes) == ["k8s-0", "k8s-1", "k8s-2"]  # the name rule takes 'leaf-ü1'
+    client = LabelledNodes({name: labels for name, labels, _annotations in listed})
+    result = reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1),
+                              max_node_loss=50)  # one of three: within the guard
+    # k8s-0 and k8s-2 already carry their labels; k8s-1 loses its managed labels, as a quarantined node does.
+    assert client.patched() == ["k8s-1"] and result["summary"]["nodes_in_topology"] == 2
+    (record,) = result["quarantined"]
+    assert record["node"] == "k8s-1" and record["reason"].startswith(
+        "label fabric.topograph.run/tier-0 (the tier 0 switch): 'leaf-\u00fc1' is not a valid Kubernetes label value")
+
+
+def test_values_the_server_would_refuse_on_many_nodes_count_for_the_shrink_guard_before_any_write():
+    # A bad cluster UUID on a whole rack (18 of 72 labelled nodes): the guard refuses before any patch.
+    topology = nvl72({f"node{1100 + n}": "3bd4c4b2:4a2c, 1\n" for n in range(1, 19)})
+    client = LabelledNodes({name: {"accelerator.topograph.run/domain": "nvl-1"} for name in
+                            [f"node{rack}{n:02d}" for rack in (11, 12, 13, 14) for n in range(1, 19)]})
+    with pytest.raises(TopologyError, match=r"^refusing to remove the topology labels of 18 of 72 labelled nodes are "
+                                            r"quarantined \(25.0% > max_node_loss 10%\): node\[1101-1118\]"):
+        reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
 
 
