@@ -23,7 +23,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ya
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, lambda_cloud, nebius, oci
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import aws, discover, lambda_cloud, nebius, oci
 
 from ..conftest_paths import FIXTURES
 
@@ -311,3 +311,18 @@ def test_a_duplicated_guid_is_an_error_not_a_replaced_switch():
     record = record[:record.index("\n\n") + 2]
     with pytest.raises(TopologyError, match=r"device 'S-2c5eab0300b87b40' is listed twice \(first at line \d+\)"):
         discover("infiniband", {"ibnetdiscover": {"n1": GOOD_IB + "\n" + record}})
+
+
+# -- one record, one node ------------------------------------------------------------------------
+
+def test_a_cloud_record_that_names_one_switch_at_two_tiers_quarantines_its_node_not_the_run(monkeypatch):
+    # A tenant-visible record whose path loops (spine, core, spine): the model would see a switch cycle.
+    records = [{"InstanceId": "i-1", "NetworkNodes": ["nn-spine", "nn-core", "nn-spine"]},
+               {"InstanceId": "i-2", "NetworkNodes": ["nn-core", "nn-spine", "nn-leaf"]}]
+    monkeypatch.setattr(aws, "_page", lambda *_args: (records, None))
+    topology = discover("aws", {"instances": [{"region": "r", "instances": {"i-1": "gpu1", "i-2": "gpu2"}}]},
+                        {"access_key_id": "AKIDEXAMPLE", "secret_access_key": "s"})
+    assert list(topology.nodes) == ["gpu2"] and topology.path("nn-leaf") == ["nn-leaf", "nn-spine", "nn-core"]
+    assert topology.quarantined["gpu1"].reason == (
+        "the aws API's networkNodeSet[0] of instance 'i-1' is 'nn-spine', as is its networkNodeSet[2]: one switch "
+        "at two tiers of one path (a loop)")
