@@ -29,7 +29,9 @@ from ansible_collections.aifactory.topology.plugins.modules import (
     slinky_topology,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_annotations import reconcile as reconcile_broker_annotations
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_labels import reconcile as reconcile_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.nfd_topology import reconcile as reconcile_nfd
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slinky_topology import reconcile as reconcile_slinky
 
 from tests.tls_certs import self_signed, server_context
@@ -320,6 +322,38 @@ def test_values_the_server_would_refuse_on_many_nodes_count_for_the_shrink_guard
                                             r"quarantined \(25.0% > max_node_loss 10%\): node\[1101-1118\]"):
         reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
+
+
+class NfdObjects(RecordingClient):
+    """Lists ``features`` as the namespace's NodeFeatures (no groups); records every request; writes succeed."""
+
+    def __init__(self, features):
+        super().__init__({})
+        self.features = features
+
+    def list(self, path, label_selector=None, metadata_only=False):
+        self.requests.append(("LIST", path))
+        return list(self.features) if path.endswith("/nodefeatures") else []
+
+
+def test_nfd_topology_deletes_the_node_features_of_a_mass_quarantine_only_within_max_node_loss():
+    # A fabric manager restarting: 6 of 10 nodes report no fabric. Before, their 6 NodeFeatures were deleted.
+    params = {"switches": {"leaf": None}, "domains": [{"name": "rack1", "nodes": "gpu[01-10]", "switch": "leaf"}]}
+    healthy = discover("inventory", params)
+    labels = k8s_labels.desired_labels(healthy, _labels.LabelKeys())
+    existing, _groups = nfd.build_objects(labels, "nfd")
+    outputs = {f"gpu{n:02d}": "N/A, N/A\n" if n <= 6 else "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
+               for n in range(1, 11)}
+    params["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": outputs}
+    client = NfdObjects(existing)
+    with pytest.raises(TopologyError, match=r"^refusing to delete 6 of 10 listed NodeFeature objects, of quarantined "
+                                            r"nodes \(60.0% > max_node_loss 10%\): gpu\[01-06\]; nothing was written"):
+        reconcile_nfd(client, discover("inventory", params), "nfd", k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+    warnings = []
+    forced = reconcile_nfd(client, discover("inventory", params), "nfd", k8s_writer.WriteOptions(concurrency=1),
+                           force=True, warn=warnings.append)
+    assert len(forced["deleted"]["NodeFeature"]) == 6 and warnings[0].startswith("force: deleting 6 of 10 listed")
 
 
 # -- the transport ---------------------------------------------------------------------------
