@@ -326,3 +326,23 @@ def test_a_cloud_record_that_names_one_switch_at_two_tiers_quarantines_its_node_
     assert topology.quarantined["gpu1"].reason == (
         "the aws API's networkNodeSet[0] of instance 'i-1' is 'nn-spine', as is its networkNodeSet[2]: one switch "
         "at two tiers of one path (a loop)")
+
+
+STORAGE_FABRIC = (REPO / "tests" / "fixtures" / "infiniband" / "storage-on-compute-fabric.out").read_text()
+
+
+def test_a_host_on_the_fabric_that_claims_a_compute_nodes_name_is_trusted_no_more_than_the_node():
+    # Root on a storage server describes its HCA as gpu-03's, to take gpu-03's place (or put it on two leaves).
+    claimed = STORAGE_FABRIC.replace('"stor-01 mlx5_0"', '"gpu-03 mlx5_0"')
+    topology = discover("infiniband", {"ibnetdiscover": {"gpu-01": claimed}, "nodes": "gpu-[01-12]",
+                                       "hcas": {"include": ["mlx5_0"]}})
+    assert list(topology.quarantined) == ["gpu-03"] and "gpu-03" not in topology.nodes
+    assert "both described 'gpu-03 mlx5_0'" in topology.quarantined["gpu-03"].reason
+    assert {node.switch for node in topology.nodes.values()} == {
+        "S-0c42a10300aa0211", "S-0c42a10300aa0212", "S-0c42a10300aa0221", "S-0c42a10300aa0222"}  # compute leaves
+
+
+def test_hca_selection_that_keeps_storage_servers_as_nodes_is_refused_not_a_split_tree():
+    with pytest.raises(TopologyError, match=r"^params.switches and params.hcas leave a tree of 3 roots that fabric "
+                                            r"links join .*: a leaf of 2 hosts \(stor-\[01-02\]\)"):
+        discover("infiniband", {"ibnetdiscover": {"gpu-01": STORAGE_FABRIC}, "hcas": {"include": ["mlx5_0"]}})
