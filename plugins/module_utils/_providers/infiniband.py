@@ -49,7 +49,12 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers.inve
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\[[^\]]*\])?(?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]')
-_ATTRIBUTE = re.compile(r"^[A-Za-z]\w*=\S*$")
+# ``ibnetdiscover -g`` (grouped) ends some attribute lines with a comment: ``sysimgguid=0x...\t\t# Chassis 1``,
+# ``switchguid=0x...(...)\t# CS7500 Line 1 Chip 1``.
+_ATTRIBUTE = re.compile(r"^([A-Za-z]\w*)=(\S*)(?:\s+#.*)?$")
+# The lines -g adds between records: a chassis, its Xsigo host name, the switches outside any chassis. The
+# records themselves are the same, ``[ext N]`` port numbers aside (_PORT reads past them).
+_GROUPING = re.compile(r"^(?:Chassis \d+(?: \(guid 0x[0-9a-fA-F]+\))?|Non-Chassis Nodes|Hostname: .*)$")
 _HOST_AND_HCA = re.compile(r"^(\S+)\s\S+$")  # Topograph's rule: exactly "<host> <hca>"
 _SWITCH_NAME = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # "MF0;<name>:MQM9701/U1"
 _GUID = re.compile(r"^(?:[Hh]-|0[xX])?([0-9a-fA-F]{16})$")
@@ -108,11 +113,13 @@ def parse(text, source, fabric=None):
             continue
         if line.startswith("#"):
             continue
-        if _ATTRIBUTE.match(line):
-            key, _sep, value = line.partition("=")
-            if key == "sysimgguid":
-                system_guid = value.lower()
+        attribute = _ATTRIBUTE.match(line)
+        if attribute:
+            if attribute.group(1) == "sysimgguid":
+                system_guid = attribute.group(2).lower()
             continue
+        if record is None and _GROUPING.match(line):
+            continue  # -g's chassis lines, between records only
         header = _HEADER.match(line)
         if header:
             close(record, record_ports)
@@ -140,7 +147,9 @@ def parse(text, source, fabric=None):
             referenced.setdefault(port.group(2), number)
             record_ports += 1
             continue
-        raise TopologyError(f"{source}, line {number}: not ibnetdiscover output: {_clip(line)!r}")
+        hint = " (a line of ibnetdiscover -g inside a record: run ibnetdiscover without -g)" \
+            if _GROUPING.match(line) else ""
+        raise TopologyError(f"{source}, line {number}: not ibnetdiscover output: {_clip(line)!r}{hint}")
     close(record, record_ports)
     if not switch_records:
         raise TopologyError(f"{source}: no switch in the output; run ibnetdiscover on a node whose HCA port is up")

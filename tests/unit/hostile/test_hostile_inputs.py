@@ -346,3 +346,17 @@ def test_hca_selection_that_keeps_storage_servers_as_nodes_is_refused_not_a_spli
     with pytest.raises(TopologyError, match=r"^params.switches and params.hcas leave a tree of 3 roots that fabric "
                                             r"links join .*: a leaf of 2 hosts \(stor-\[01-02\]\)"):
         discover("infiniband", {"ibnetdiscover": {"gpu-01": STORAGE_FABRIC}, "hcas": {"include": ["mlx5_0"]}})
+
+
+def test_grouped_ibnetdiscover_lines_are_skipped_whole_and_never_become_names():
+    # -g's chassis lines carry text a chassis reports (a Xsigo host name): skipped, between records only.
+    grouped = (REPO / "tests" / "fixtures" / "infiniband" / "director-grouped.out").read_text()
+    plain = discover("infiniband", {"ibnetdiscover": {"n": grouped.replace("Chassis 1 (guid 0x98039b0300e1a000)\n", "")
+                                                      .replace("Non-Chassis Nodes\n", "")}})
+    hostile = grouped.replace("Chassis 1 (guid 0x98039b0300e1a000)\n",
+                              "Chassis 1 (guid 0x98039b0300e1a000)\nHostname: n[01-99] SwitchName=evil,x\n")
+    assert discover("infiniband", {"ibnetdiscover": {"n": hostile}}).to_compact() == plain.to_compact()
+    with pytest.raises(TopologyError, match=r"line 6: not ibnetdiscover output: 'Chassis 1 \(guid 0x98039b0300e1a000\) "
+                                            r"x'$"):
+        discover("infiniband", {"ibnetdiscover": {"n": grouped.replace("0x98039b0300e1a000)\n",
+                                                                       "0x98039b0300e1a000) x\n", 1)}})
