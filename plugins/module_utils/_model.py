@@ -556,11 +556,19 @@ def _as_recorded(text, width=200):
     return text if len(text) <= width and text.isprintable() else clip(text, width)
 
 
-def quarantine_summary(topology, shown=5):
-    """One line naming the first quarantined nodes and why (the warning and the error use it)."""
-    records = list(topology.quarantined.values())
+def quarantine_summary(topology, shown=5, records=None):
+    """One line naming the first quarantined nodes and why (the warning and the error use it); ``records``:
+    only these of the topology's Quarantined records (those one step added)."""
+    records = list(topology.quarantined.values()) if records is None else list(records)
     text = "; ".join(f"{record.identifier} ({record.reason})" for record in records[:shown])
     return text + (f"; and {len(records) - shown} more" if len(records) > shown else "")
+
+
+def quarantine_warning(topology, records=None):
+    """The warning line about ``topology``'s quarantined nodes (or only ``records``), after a discovery, from a
+    model that carries them, or from a consumer that refused one node's value."""
+    count = len(topology.quarantined) if records is None else len(records)
+    return f"{count} nodes quarantined (left out of the map): {quarantine_summary(topology, records=records)}"
 
 
 # Names end up verbatim in Slurm's files (topology.conf records, hostlist expressions, ``#``

@@ -18,7 +18,11 @@ description:
     (HTTP 409) is read again and its patch recomputed.
   - Removes managed labels the topology no longer gives (stale tiers), and, with O(clean_absent_nodes),
     all managed labels of listed nodes that left the topology. Labels it does not manage are never touched.
-  - Every label value is checked before the first write, so bad input never leaves a half-applied label set.
+  - Every label value is checked before the first write, so bad input never leaves a half-applied label set. A value
+    from one node's data that the API server would refuse (a domain with C(:), a tier id with a non-ASCII letter),
+    or a node name that can never be a Kubernetes node name, quarantines that node (RV(quarantined), source
+    C(kubernetes labels)); its labels are removed as for any quarantined node, within O(max_node_loss), and the
+    other nodes are written.
   - Values longer than 63 characters become C(x) followed by the hex FNV-64a hash, as Topograph writes them.
 author:
   - aifactory.topology contributors (@aifactory)

@@ -153,7 +153,9 @@ summary:
   returned: success
   type: dict
 quarantined:
-  description: Nodes quarantined by discovery (the first 1000), as M(aifactory.topology.k8s_node_labels) returns them.
+  description:
+    - Nodes quarantined by discovery, or because the API server would refuse their name or a label value of theirs
+      (source C(kubernetes labels)), the first 1000, as M(aifactory.topology.k8s_node_labels) returns them.
   returned: success
   type: list
   elements: dict

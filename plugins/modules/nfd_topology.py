@@ -14,8 +14,12 @@ description:
     distinct tier or domain value, in O(namespace), with NVIDIA Topograph's names, labels and
     annotations, so objects written by either tool are the same objects.
   - Lists the managed objects once (by their labels), then creates, patches or deletes only what differs.
+  - A node whose name or label value the API server would refuse (a domain with C(:), a name longer than 63
+    characters, which the C(nfd.node.kubernetes.io/node-name) label cannot hold) is quarantined (RV(quarantined),
+    source C(kubernetes labels)) and gets no C(NodeFeature); the other nodes are written.
   - Managed objects that the topology no longer gives are deleted (O(cleanup)). A topology that gives no
-    node any attribute is an error, so an empty discovery never deletes the last good objects.
+    node any attribute is an error, so an empty discovery never deletes the last good objects, and the objects
+    of quarantined nodes are deleted only within O(max_node_loss).
   - nfd-master turns the attributes into node labels through C(NodeFeatureRule) objects; C(NodeFeatureGroup)
     needs its C(NodeFeatureGroupAPI) feature gate.
 author:
@@ -36,6 +40,19 @@ options:
     description: Delete managed objects of the namespace that the topology no longer gives.
     type: bool
     default: true
+  max_node_loss:
+    description:
+      - Guard against a mass quarantine. The C(NodeFeature) of a quarantined node (see
+        C(provider.params.invalid_nodes)) is deleted with O(cleanup), so nfd-master drops its labels; when those
+        are more than this percentage of the listed managed C(NodeFeature) objects (a fabric manager restarting,
+        every tray degraded), the task fails after the list and before any write, unless O(force) is set.
+      - A number from 0 to 100; C(nan) and infinities are errors.
+    type: float
+    default: 10
+  force:
+    description: Delete the C(NodeFeature) objects of quarantined nodes even beyond O(max_node_loss) (with a warning).
+    type: bool
+    default: false
   no_topology_value:
     description: The C(fabric-tier-0) value for nodes without any switch. By default they get no fabric attribute.
     type: str
@@ -95,7 +112,7 @@ deleted:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, nfd_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, SHRINK_GUARD_ARG_SPEC
 
 
 def main():
@@ -103,6 +120,7 @@ def main():
         namespace={"type": "str", "required": True},
         cleanup={"type": "bool", "default": True},
         no_topology_value={"type": "str"},
+        **SHRINK_GUARD_ARG_SPEC,
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     nfd_topology.run(module)
 

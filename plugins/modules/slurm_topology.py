@@ -54,8 +54,9 @@ options:
         gives it single-node jobs; the drain stops that.
       - A drain with any other reason (an administrator's) is never lifted, and such a node is not drained again.
       - Bounded by O(max_node_loss), as a percentage of the nodes discovered; O(force) accepts more, with a warning.
-      - Runs C(scontrol show nodes --json) and C(scontrol update) with O(scontrol_path) after the file is written;
-        in check mode it reports what it would do and sends nothing.
+        Checked before anything is written, so a refused drain leaves O(dest) as it was.
+      - Runs C(scontrol show nodes --json) before the file is written and C(scontrol update) with O(scontrol_path)
+        after; in check mode it reports what it would do and sends nothing.
     type: bool
     default: false
 """

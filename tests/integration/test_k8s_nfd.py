@@ -73,6 +73,28 @@ def test_nfd_objects_are_created_kept_cleaned_and_never_emptied(nfd_crds, k8s_na
     assert len(objects(api, k8s_namespace, "nodefeatures")) == 6
 
 
+def test_a_mass_quarantine_deletes_no_node_feature_unless_forced(nfd_crds, k8s_namespace, monkeypatch):
+    api = client(nfd_crds.kubeconfig)
+    prefix = f"t{new_id()}"
+    params = gb200(prefix, racks=4, per_rack=2)
+    args = {"provider": {"name": "inventory", "params": params}, "kubeconfig": str(nfd_crds.kubeconfig),
+            "namespace": k8s_namespace}
+    assert run_module(nfd_topology, args, monkeypatch)["changed"]
+    stored = versions(api, k8s_namespace)
+    # Three racks' domains become values the API server refuses as labels: their 6 nodes are quarantined.
+    for domain in params["domains"][:3]:
+        domain["name"] = domain["name"].replace("rack", "rack:")
+    refused = run_module(nfd_topology, args, monkeypatch)
+    assert refused["failed"] and refused["msg"].startswith(
+        f"refusing to delete 6 of 8 listed NodeFeature objects, of quarantined nodes (75.0% > max_node_loss 10%): "
+        f"{prefix}-r01-n[01-02],{prefix}-r02-n[01-02],{prefix}-r03-n[01-02]")
+    assert versions(api, k8s_namespace) == stored
+    forced = run_module(nfd_topology, dict(args, force=True), monkeypatch)
+    assert not forced["failed"], forced.get("msg")
+    assert len(forced["deleted"]["NodeFeature"]) == 6 and len(objects(api, k8s_namespace, "nodefeatures")) == 2
+    assert [record["source"] for record in forced["quarantined"]] == ["kubernetes labels"] * 6
+
+
 def test_stale_attributes_are_removed_and_unlabelled_objects_taken_over(nfd_crds, k8s_namespace, monkeypatch):
     api = client(nfd_crds.kubeconfig)
     prefix = f"t{new_id()}"

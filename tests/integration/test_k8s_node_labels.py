@@ -120,12 +120,34 @@ def test_bad_input_and_a_foreign_topology_write_nothing(k8s, admin, monkeypatch)
     params = gb200(prefix, racks=2, per_rack=4)
     run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
     before = node_state(admin, test_id)
-    params["domains"][1]["name"] = "rack:02"  # valid in Slurm, not as a label value: nothing is written
+    params["domains"][1]["name"] = "rack:02"  # valid in Slurm, not as a label value: its 4 nodes are quarantined
     bad = run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
-    assert bad["failed"] and f"accelerator.topograph.run/domain='rack:02' on {prefix}-r02-n[01-04]" in bad["msg"]
+    assert bad["failed"] and bad["msg"].startswith(  # half the labelled nodes: the guard writes nothing
+        f"refusing to remove the topology labels of 4 of 8 labelled nodes are quarantined (50.0% > max_node_loss 10%): "
+        f"{prefix}-r02-n[01-04]")
     foreign = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200("other", racks=1, per_rack=2)), monkeypatch)
     assert foreign["failed"] and "none of the 8 listed nodes is in the topology" in foreign["msg"]
     assert written(before, node_state(admin, test_id)) == [] and len(names) == 8
+
+
+def test_a_value_the_server_refuses_quarantines_those_nodes_and_the_others_are_written(k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    make_nodes(k8s, node_names(prefix, 2, 4), test_id)
+    params = gb200(prefix, racks=2, per_rack=4)
+    run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
+    before = node_state(admin, test_id)
+    # Rack 2's domain becomes 'rack:02' (as an nvidia-smi cluster UUID with ':' would): fine for Slurm, not a
+    # label value. Its nodes are quarantined and lose their labels; rack 1 is left as it is.
+    params["domains"][1]["name"] = "rack:02"
+    result = run_module(k8s_node_labels, labels_args(k8s, test_id, params, max_node_loss=50), monkeypatch)
+    assert not result["failed"], result.get("msg")
+    rack2 = [f"{prefix}-r02-n{n:02d}" for n in range(1, 5)]
+    assert [(q["node"], q["source"]) for q in result["quarantined"]] == [(node, "kubernetes labels") for node in rack2]
+    assert result["quarantined"][0]["reason"].startswith(
+        "label accelerator.topograph.run/domain (the domain): 'rack:02' is not a valid Kubernetes label value")
+    after = node_state(admin, test_id)
+    assert written(before, after) == rack2 and all(topology_labels(after[node][1]) == {} for node in rack2)
 
 
 def test_node_selector_limits_scope_and_missing_nodes_are_warned(k8s, admin, monkeypatch):

@@ -88,3 +88,7 @@ def test_a_mass_failure_drains_nothing(slurm_root, tmp_path):
         assert refused["msg"].startswith("refusing to drain 3 of 8 nodes quarantined as unhealthy (37.5% > "
                                          "max_node_loss 10%): n1x[1-3]")
         assert drain_reasons(ctld) == {}
+        # With a dest, the drain's guard refuses before the file is written, not after.
+        with_file = run_module(args_for(ctld, tmp_path, set(NODES[:3]), max_node_loss=10), tmp_path)
+        assert with_file.get("failed") and with_file["msg"].startswith("refusing to drain 3 of 8 nodes")
+        assert not (tmp_path / "topology.conf").exists() and drain_reasons(ctld) == {}

@@ -13,45 +13,74 @@ Pure functions: no network. The reconcile that lists and patches nodes is in ``_
 from __future__ import annotations
 
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import (
     SUB_DOMAIN_LABEL,
+    dns_subdomain_problem,
     is_valid_label_value,
     label_value,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_warning
+
+# The source of the quarantine records of this step: the model's values are fine for Slurm, not for the API server.
+SOURCE = "kubernetes labels"
+_LABEL_VALUE_RULE = ("is not a valid Kubernetes label value (at most 63 letters, digits, '-', '_', '.', starting and "
+                     "ending with a letter or digit)")
 
 
-def desired_labels(topology, keys, no_topology_value=None):
+def desired_labels(topology, keys, no_topology_value=None, node_names=False, name_label=None, warn=None):
     """Node name -> {managed key: value} for every node of the model.
 
     Nodes without a switch get no tier labels, or ``tier-0=<no_topology_value>`` when it is set
     (Topograph puts them under its ``no-topology`` pseudo switch).
+
+    The model's names are fit for Slurm; the API server is stricter. What it would refuse of one node
+    quarantines that node in ``topology`` (``Topology.per_node``), so one node's value never stops the
+    others: a tier, domain or sub-domain value that is not a label value (an nvidia-smi cluster UUID
+    with ``:``, a tier label ``leaf-ü1``); with ``node_names`` (what a writer needs), a name that can
+    never be a Kubernetes node name; with ``name_label`` (NFD's ``nfd.node.kubernetes.io/node-name``),
+    a name that is not a label value either. The
+    node gets no entry here; the consumers remove its labels (counted by their shrink guard) and report
+    it; ``warn`` gets one line naming the nodes this step quarantined. A run where every node is
+    quarantined fails (``Topology.validate``). ``no_topology_value`` is the operator's option, shared by
+    every node without a switch: one the server would refuse fails the run.
     """
+    if no_topology_value and not is_valid_label_value(label_value(no_topology_value)):
+        raise TopologyError(f"no_topology_value: {clip(no_topology_value)} {_LABEL_VALUE_RULE}")
     result = {}
-    problems = []
-    for node in topology.nodes.values():
-        labels = {}
-        path = topology.path(node.switch) if node.switch is not None else []
-        if not path and no_topology_value:
-            path = [no_topology_value]
-        for tier, switch_id in enumerate(path):
-            key = keys.fabric_key(tier)
-            if key is not None:
-                labels[key] = label_value(switch_id)
-        if node.domain is not None:
-            labels[keys.accelerator_label] = label_value(node.domain)
-            if node.sub_domain is not None:
-                labels[SUB_DOMAIN_LABEL] = label_value(node.sub_domain)
-        for key, value in labels.items():
-            if not is_valid_label_value(value):
-                problems.append((value, key, node.name))
-        result[node.name] = labels
-    if problems:
-        by_value = {}
-        for value, key, node in problems:
-            by_value.setdefault((value, key), []).append(node)
-        details = "; ".join(f"{key}={value!r} on {hostlist.compress(nodes)}" for (value, key), nodes in sorted(by_value.items()))
-        raise TopologyError("switch or domain ids that are not valid Kubernetes label values (letters, digits, "
-                            f"'-', '_', '.', starting and ending with a letter or digit): {details}")
+    before = set(topology.quarantined)
+    for node in list(topology.nodes.values()):
+        with topology.per_node(node.name, SOURCE):
+            result[node.name] = _node_labels(topology, node, keys, no_topology_value, node_names, name_label)
+    added = [record for identifier, record in topology.quarantined.items() if identifier not in before]
+    if added:
+        topology.validate()  # every node quarantined: an error naming them, not an empty label map
+        if warn is not None:
+            warn(quarantine_warning(topology, added))
     return result
+
+
+def _node_labels(topology, node, keys, no_topology_value, node_names, name_label):
+    """The managed labels of one node; a NodeDataError naming the field and the value the API server would refuse."""
+    problem = dns_subdomain_problem(node.name) if node_names or name_label else None
+    if problem is not None:
+        raise NodeDataError(f"node name {clip(node.name)} can never be a Kubernetes node name: it {problem}")
+    if name_label is not None and not is_valid_label_value(node.name):
+        raise NodeDataError(f"node name {clip(node.name)} as the {name_label} label value {_LABEL_VALUE_RULE}")
+    labels = {}
+    path = topology.path(node.switch) if node.switch is not None else []
+    fields = [f"tier {tier} switch" for tier in range(len(path))]
+    if not path and no_topology_value:
+        path, fields = [no_topology_value], ["no_topology_value"]
+    for tier, switch_id in enumerate(path):
+        key = keys.fabric_key(tier)
+        if key is not None:
+            labels[key] = (label_value(switch_id), fields[tier])
+    if node.domain is not None:
+        labels[keys.accelerator_label] = (label_value(node.domain), "domain")
+        if node.sub_domain is not None:
+            labels[SUB_DOMAIN_LABEL] = (label_value(node.sub_domain), "sub-domain")
+    for key, (value, field) in labels.items():
+        if not is_valid_label_value(value):
+            raise NodeDataError(f"label {key} (the {field}): {clip(value)} {_LABEL_VALUE_RULE}")
+    return {key: value for key, (value, _field) in labels.items()}

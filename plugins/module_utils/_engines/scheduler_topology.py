@@ -255,17 +255,18 @@ def resource_flavor(name, topology_name, node_labels, set_name):
             "spec": {"nodeLabels": dict(sorted(node_labels.items())), "topologyName": topology_name}}
 
 
-def render(topology, options, selected=None):
+def render(topology, options, selected=None, warn=None):
     """The desired objects and findings: {objects: {consumer: [object, ...]}, levels, findings, summary}.
 
     ``selected``: the names of the nodes the objects are for (those the flavor selects on the server), or None
     for every node of the model; the levels and the checks look at the selected nodes of the model only.
     ``objects`` is in apply order (a Topology before the flavor that names it). TopologyError (nothing to write)
     for levels the model cannot give, differing depths without ``fabric_tiers``, or KAI domain ids that two paths
-    share when KAI is a consumer.
+    share when KAI is a consumer. A node whose name or label value the API server would refuse is quarantined in
+    ``topology`` (``k8s_labels.desired_labels``; ``warn`` names it).
     """
-    _labels.check_node_names(topology.nodes, "the topology")
-    all_labels = k8s_labels.desired_labels(topology, options.keys, options.no_topology_value)
+    all_labels = k8s_labels.desired_labels(topology, options.keys, options.no_topology_value, node_names=True,
+                                           warn=warn)
     nodes = {name: node for name, node in topology.nodes.items() if selected is None or name in selected}
     quarantined = [record for record in topology.quarantined.values() if selected is None or record.node in selected]
     if not nodes:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
@@ -51,8 +50,8 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
     listed node that carries the mark (recovered, or the option turned off) has both taken off.
     """
     warn = warn or (lambda message: None)
-    _labels.check_node_names(topology.nodes, "the topology")
-    desired = k8s_labels.desired_labels(topology, keys, no_topology_value)  # validates every value first
+    # Every value first; a node whose name or value the API server would refuse is quarantined here.
+    desired = k8s_labels.desired_labels(topology, keys, no_topology_value, node_names=True, warn=warn)
     nodes = list_nodes(client, _k8s.selector_string(node_selector))
     missing = [name for name in desired if name not in nodes]
     if missing:

@@ -191,7 +191,7 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
     warn = warn or (lambda message: None)
     selection = options.flavor_node_labels if "kueue" in options.consumers else params.get("node_selector")
     listed = list_selected(client, selection)
-    rendered = engine.render(topology, options, selected=set(listed))
+    rendered = engine.render(topology, options, selected=set(listed), warn=warn)
     findings, summary = rendered["findings"], dict(rendered["summary"])
     _warn_findings(findings, summary, warn)
     writes = plan(client, rendered, options, params.get("cleanup", True), params.get("recreate", False))

@@ -9,6 +9,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_objects import sync_objects
 
@@ -18,32 +19,50 @@ def run(module):
     params = module.params
 
     def work():
+        max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"])
         topology = load_topology(module)
         client, options = k8s_module.connect(module)
         result = reconcile(client, topology, params["namespace"], options, cleanup=params["cleanup"],
-                           no_topology_value=params["no_topology_value"], diff=module._diff)
+                           no_topology_value=params["no_topology_value"], diff=module._diff, warn=module.warn,
+                           max_node_loss=max_node_loss, force=params["force"])
         result["quarantined"] = topology.quarantine_report()
         return result
 
     k8s_module.run(module, work)
 
 
-def reconcile(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False):
-    """The nfd_topology module without Ansible: a result dict."""
+def reconcile(client, topology, namespace, options, cleanup=True, no_topology_value=None, diff=False, warn=None,
+              max_node_loss=10.0, force=False):
+    """The nfd_topology module without Ansible: a result dict.
+
+    A node whose name or label value the API server would refuse is quarantined (``k8s_labels.desired_labels``):
+    it gets no NodeFeature, and ``warn`` names it. Quarantined nodes lose their NodeFeature (``cleanup``); when
+    those are more than ``max_node_loss`` percent of the listed NodeFeatures, nothing is written unless ``force``
+    (a fabric manager restarting must not take the cluster's NodeFeatures with it), as k8s_node_labels does
+    for their labels.
+    """
     _labels.check_object_name(namespace, "namespace", dns_label=True)
-    _labels.check_node_names(topology.nodes, "the topology")
-    labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value)
+    labels = k8s_labels.desired_labels(topology, _labels.LabelKeys(), no_topology_value,
+                                       name_label=nfd.LABEL_NODE_NAME, warn=warn)
     features, groups = nfd.build_objects(labels, namespace)
     if not features:
         raise TopologyError("the topology gives no node a fabric tier or accelerator domain, so there would be no "
                             "NodeFeature objects; refusing to go on (the existing objects are kept)")
     result = {"changed": False, "node_features": len(features), "node_feature_groups": len(groups),
               "created": {}, "updated": {}, "deleted": {}}
+    feature_of = {nfd.stable_object_name("topograph-node", record.node): record.node
+                  for record in topology.quarantined.values() if record.node is not None}
+
+    def guard(existing, deleted):  # before the first write of the first kind: NodeFeature
+        shrink_guard.check_share(sorted(feature_of[name] for name in deleted if name in feature_of), len(existing),
+                                 "listed NodeFeature objects, of quarantined nodes", max_node_loss, force,
+                                 warn or (lambda message: None), action="delete", acting="deleting")
     before, after = {}, {}
     for kind, resource, objects, marker in (
             ("NodeFeature", "nodefeatures", features, nfd.RESOURCE_NODE_FEATURE),
             ("NodeFeatureGroup", "nodefeaturegroups", groups, nfd.RESOURCE_NODE_FEATURE_GROUP)):
-        sync = sync_objects(client, nfd.API, namespace, resource, objects, nfd.selector(marker), options, cleanup)
+        sync = sync_objects(client, nfd.API, namespace, resource, objects, nfd.selector(marker), options, cleanup,
+                            guard=guard if kind == "NodeFeature" else None)
         result["changed"] = result["changed"] or sync.changed
         result["created"][kind], result["updated"][kind], result["deleted"][kind] = \
             sync.created, sync.updated, sync.deleted

@@ -39,6 +39,9 @@ def run(module):
         # Checked once, for both guards (the file's and the drain's), and only where one applies.
         max_node_loss = shrink_guard.check_max_node_loss(params["max_node_loss"]) \
             if params["dest"] or params["drain_unhealthy"] else None
+        # Both guards before any write: the drain's is planned (and refused) before the file is replaced.
+        drains = plan_drains(topology, scontrol, max_node_loss, params["force"], warn) \
+            if params["drain_unhealthy"] else None
         if params["dest"]:
             # Read, guard and rename under one lock: two runs cannot both pass the guard on one old file.
             with contextlib.nullcontext() if module.check_mode else locked(params["dest"]):
@@ -49,24 +52,29 @@ def run(module):
                     warn(warning)
                 result.update(ensure_file(module, params["dest"], content, params["backup"], params["validate"],
                                           current=current))
-        if params["drain_unhealthy"]:
-            drains = drain_unhealthy(topology, scontrol, module.check_mode, max_node_loss, params["force"], warn)
+        if drains is not None:
+            run_drains(drains, scontrol, module.check_mode)
             result.update(drains, changed=result["changed"] or bool(drains["drained"] or drains["resumed"]))
     module.exit_json(**result)
 
 
-def drain_unhealthy(topology, scontrol, check_mode, max_node_loss, force, warn):
-    """Drain the unhealthy quarantined nodes, resume our recovered drains; ``scontrol(args)`` returns stdout.
+def plan_drains(topology, scontrol, max_node_loss, force, warn):
+    """The drains of the unhealthy quarantined nodes and the resumes of our recovered drains, guarded; reads only.
 
-    Returns ``{"drained": [...], "resumed": [...]}``; in check mode nothing is sent.
+    ``scontrol(args)`` returns stdout. Returns ``{"drained": [...], "resumed": [...]}``; more unhealthy nodes than
+    ``max_node_loss`` percent is a TopologyError (nothing written, no node drained) unless ``force``.
     """
     drained, known = slurm_drain.drained_nodes(scontrol(["show", "nodes", "--json"]))
     unhealthy = slurm_drain.unhealthy_nodes(topology, known)
     shrink_guard.check_share(unhealthy, len(topology.nodes) + len(topology.quarantined),
                              "nodes quarantined as unhealthy", max_node_loss, force, warn,
-                             action="drain", acting="draining", untouched="no node was drained")
+                             action="drain", acting="draining", untouched="nothing was written, no node was drained")
     to_drain, to_resume = slurm_drain.plan(unhealthy, drained)
-    if not check_mode:
-        for args in slurm_drain.commands(to_drain, to_resume):
-            scontrol(args)
     return {"drained": to_drain, "resumed": to_resume}
+
+
+def run_drains(drains, scontrol, check_mode):
+    """Send the planned drains and resumes (``plan_drains``); in check mode nothing is sent."""
+    if not check_mode:
+        for args in slurm_drain.commands(drains["drained"], drains["resumed"]):
+            scontrol(args)

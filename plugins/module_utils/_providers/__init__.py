@@ -16,7 +16,7 @@ import math
 from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
 from ansible_collections.aifactory.topology.plugins.module_utils._base import deadline as _deadline
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
-from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary
+from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary, quarantine_warning
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 
 
@@ -105,8 +105,3 @@ def discover(name, params=None, creds=None, warn=None, k8s_client=None):
                                 f"(params.invalid_nodes is fail): {quarantine_summary(topology)}")
         warn(quarantine_warning(topology))
     return topology.validate()
-
-
-def quarantine_warning(topology):
-    """The warning line about ``topology``'s quarantined nodes, after a discovery or from a model that carries them."""
-    return f"{len(topology.quarantined)} nodes quarantined (left out of the map): {quarantine_summary(topology)}"

@@ -7,8 +7,8 @@ Every cloud provider takes ``params.instances`` in NVIDIA Topograph's request fo
 other instances are ignored. Requested instances the API gives no topology for are kept as
 nodes without a switch (the tree engine puts them under ``no-topology``) and reported in one
 warning with their names and count. A requested instance whose own record is unusable (a field
-of the wrong shape, an id that cannot be a name or is not a string, an empty id inside a path, two
-records that disagree) quarantines its node;
+of the wrong shape, an id that cannot be a name or is not a string, an empty id inside a path, one id
+at two tiers of a path, two records that disagree) quarantines its node;
 a response that is not the API's (no list, no ids, a loop) fails the run.
 
 Their params and creds are declared in ``_specs`` and validated before ``discover`` runs, so
@@ -204,7 +204,8 @@ class Placements:
         shorter path and dropped, as Topograph documents (Lambda: a short path omits the higher
         tiers). An empty id below an id (between two, or in place of the closest switch) quarantines
         the instance: skipping it, as Topograph's graph does, would move every id above it down a
-        tier (core as the leaf's parent, or "switch has two parents" with a correct neighbour). A
+        tier (core as the leaf's parent, or "switch has two parents" with a correct neighbour). One id
+        at two tiers of the path (a loop, which the model would see as a switch cycle) quarantines it too. A
         record with neither a tier nor a domain is no topology data (the node is warned as missing).
         """
         if instance_id not in self.requested:
@@ -221,6 +222,15 @@ class Placements:
             self.refuse(instance_id, f"the {self.provider} API's {fields[gap]} of instance {instance_id!r} is empty "
                                      f"({clip(tiers[gap])}) under {fields[above]} {clip(tiers[above])}: a gap in "
                                      f"the path (skipping it would move the ids above it down a tier)")
+            return True
+        # One id at two tiers of one record is a loop (the switch its own ancestor): that record's problem,
+        # where the model would only see a switch cycle that fails the run.
+        repeated = next((level for level in range(1, top) if tiers[level] in tiers[:level]), None)
+        if repeated is not None:
+            first = tiers.index(tiers[repeated])
+            self.refuse(instance_id, f"the {self.provider} API's {fields[repeated]} of instance {instance_id!r} is "
+                                     f"{clip(tiers[repeated])}, as is its {fields[first]}: one switch at two tiers of "
+                                     "one path (a loop)")
             return True
         if not top and not domain:
             return True

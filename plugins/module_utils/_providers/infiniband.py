@@ -29,7 +29,9 @@ host HCAs linked to the tier below; then the Clos is collapsed (``_merger``).
 A leaf that holds most nodes of two or more other leaves the fabric keeps apart (a storage or
 management leaf on the compute subnet, reached by every node's second HCA) would swallow the
 tree: every node would end under it. That is an error naming the leaf and what to set
-(``switches.exclude``, ``hcas.include``), never a one-switch map.
+(``switches.exclude``, ``hcas.include`` with ``nodes``, ``switches.include``), never a one-switch map;
+a selection that still leaves a leaf of other hosts on a higher tier (roots that fabric links join)
+is refused too. A host name two HCAs claim with one description is quarantined (neither host trusted).
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers.inve
 
 _HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"')
 _PORT = re.compile(r'^\[(\d+)\](?:\[[^\]]*\])?(?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]')
-_ATTRIBUTE = re.compile(r"^[A-Za-z]\w*=\S*$")
+# ``ibnetdiscover -g`` (grouped) ends some attribute lines with a comment: ``sysimgguid=0x...\t\t# Chassis 1``,
+# ``switchguid=0x...(...)\t# CS7500 Line 1 Chip 1``.
+_ATTRIBUTE = re.compile(r"^([A-Za-z]\w*)=(\S*)(?:\s+#.*)?$")
+# The lines -g adds between records: a chassis, its Xsigo host name, the switches outside any chassis. The
+# records themselves are the same, ``[ext N]`` port numbers aside (_PORT reads past them).
+_GROUPING = re.compile(r"^(?:Chassis \d+(?: \(guid 0x[0-9a-fA-F]+\))?|Non-Chassis Nodes|Hostname: .*)$")
 _HOST_AND_HCA = re.compile(r"^(\S+)\s\S+$")  # Topograph's rule: exactly "<host> <hca>"
 _SWITCH_NAME = re.compile(r"^[^;:]+;([^;:]+):[^;:]+$")  # "MF0;<name>:MQM9701/U1"
 _GUID = re.compile(r"^(?:[Hh]-|0[xX])?([0-9a-fA-F]{16})$")
@@ -106,11 +113,13 @@ def parse(text, source, fabric=None):
             continue
         if line.startswith("#"):
             continue
-        if _ATTRIBUTE.match(line):
-            key, _sep, value = line.partition("=")
-            if key == "sysimgguid":
-                system_guid = value.lower()
+        attribute = _ATTRIBUTE.match(line)
+        if attribute:
+            if attribute.group(1) == "sysimgguid":
+                system_guid = attribute.group(2).lower()
             continue
+        if record is None and _GROUPING.match(line):
+            continue  # -g's chassis lines, between records only
         header = _HEADER.match(line)
         if header:
             close(record, record_ports)
@@ -138,7 +147,9 @@ def parse(text, source, fabric=None):
             referenced.setdefault(port.group(2), number)
             record_ports += 1
             continue
-        raise TopologyError(f"{source}, line {number}: not ibnetdiscover output: {_clip(line)!r}")
+        hint = " (a line of ibnetdiscover -g inside a record: run ibnetdiscover without -g)" \
+            if _GROUPING.match(line) else ""
+        raise TopologyError(f"{source}, line {number}: not ibnetdiscover output: {_clip(line)!r}{hint}")
     close(record, record_ports)
     if not switch_records:
         raise TopologyError(f"{source}: no switch in the output; run ibnetdiscover on a node whose HCA port is up")
@@ -312,10 +323,12 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
     ``node_map`` keys are GUIDs in ``_guid_key`` form or described host names;
     ``switch_selector`` and ``hca_selector`` are ``_patterns.NameSelector`` (or None);
     ``topology``, one to build in: the HCAs of the nodes quarantined there already put them under no switch.
+    A host name that another host claims is quarantined first (``_quarantine_claimed_names``).
     """
     warn = warn or (lambda message: None)
     node_map = node_map or {}
     topology = topology if topology is not None else Topology()
+    _quarantine_claimed_names(fabric, node_map, wanted, topology)
     every_switch = fabric.of_kind("Switch")
     switch_systems = {device.system_guid for device in every_switch.values() if device.system_guid}
     names = {}
@@ -374,7 +387,7 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
             device = switches[sid]
             check_name(names[sid], f"{device.source}, line {device.line}: switch {clip(sid)} described "
                                    f"{clip(device.description)}")
-    _refuse_swallowing_leaves(leaves, names, others, leaf_hcas)
+    _refuse_swallowing_leaves(leaves, names, others, leaf_hcas, wanted is not None)
     up = {sid: [peer for peer in fabric.links.get(sid, ()) if peer in switches and peer not in host_facing]
           for sid in switches}
     tiers = _merger.collapse(_merger.tiers_bottom_up(leaves, up), warn)
@@ -382,7 +395,7 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
     for name, reason in refused.items():
         topology.quarantine(name, "infiniband", reason)
     topology = _merger.add_tree(topology, tiers, names)
-    _warn_split_tree(topology, fabric, names, warn)
+    _check_split_tree(topology, fabric, names, warn, selected=switch_selector is not None or hca_selector is not None)
     _merger.keep_unique_names(topology, warn)
     if wanted is None and (unnamed or placeholders):
         warn(f"{len(unnamed)} HCAs have no host name in their node description and HCAs named "
@@ -415,7 +428,7 @@ def _literal(name):
     return "".join("\\" + char if char in ".^$*+?{}|()" else char for char in name)
 
 
-def _refuse_swallowing_leaves(leaves, names, others, leaf_hcas):
+def _refuse_swallowing_leaves(leaves, names, others, leaf_hcas, nodes_listed=True):
     """A TopologyError when one leaf holds most nodes of two or more leaves that the fabric keeps apart.
 
     Such a leaf is no leaf of the compute tree but a second network on the same subnet (a storage or
@@ -424,6 +437,10 @@ def _refuse_swallowing_leaves(leaves, names, others, leaf_hcas):
     group; a group "holds most" of another when it has more than half its nodes; two groups are "kept
     apart" when they share less than half of the smaller one. A host on some rails only, or a missing
     cable, touches one group or a few nodes and is not refused (the merge warns about it).
+
+    Each setting the error advises gives the one compute tree: ``hcas.include`` comes with ``params.nodes``
+    when it is not set (``nodes_listed``), since the storage servers' HCAs usually have the compute HCAs'
+    names, and alone it keeps them as nodes on this leaf, which is then linked straight to the cores.
     """
     groups = {}
     for leaf in sorted(leaves):
@@ -450,21 +467,26 @@ def _refuse_swallowing_leaves(leaves, names, others, leaf_hcas):
         # Hosts only this leaf has (storage servers), and hosts that are not (selected) cluster nodes.
         extra = sorted((group - set().union(*held)) | others.get(leaf, set()), key=hostlist.natural_key)
         hosts = f", and {len(extra)} hosts no compute leaf has ({hostlist.compress(extra)})" if extra else ""
+        with_nodes = "" if nodes_listed else (
+            " together with params.nodes, the compute nodes (the storage servers' HCAs usually have the same names, "
+            "and would stay nodes on this leaf)")
         raise TopologyError(
             f"leaf switch {label} ({leaf}) holds {len(nodes)} nodes that the rest of the fabric places under "
             f"{len(swallowed)} other leaf switches ({_shown(swallowed)}){hosts}: it is a storage or management "
             f"leaf on the compute fabric, and the merge would put every node under it (one switch, no tree). "
             f"Set params.switches.exclude: [{_literal(label)!r}] to leave it out, or params.hcas.include to the "
-            f"names of the compute HCAs (the nodes reach it through {', '.join(hca_names[:4]) or 'their HCAs'}), "
-            f"or params.switches.include to the compute leaves")
+            f"names of the compute HCAs (the nodes reach it through {', '.join(hca_names[:4]) or 'their HCAs'})"
+            f"{with_nodes}, or params.switches.include to the compute leaves")
 
 
-def _warn_split_tree(topology, fabric, names, warn):
-    """Warn when the tree has several roots that fabric links join: leaves at different depths.
+def _check_split_tree(topology, fabric, names, warn, selected=False):
+    """Warn when the tree has several roots that fabric links join: leaves at different depths; refuse it when
+    ``selected`` (``params.switches`` or ``params.hcas`` set): the selection was to give the one compute tree.
 
     A leaf linked straight to a higher tier (a storage leaf on the cores, its compute HCAs left
     out) makes those switches its tier 1, so the compute leaves' spines find no parent: Slurm then
-    sees separate trees and places no job across them.
+    sees separate trees and places no job across them. The hosts under the root linked to most of the
+    others are named: they are what holds that leaf (storage servers kept as nodes).
     """
     root_of = {sid: topology.path(sid)[-1] for sid in topology.switches}
     roots = sorted(set(root_of.values()))
@@ -478,7 +500,48 @@ def _warn_split_tree(topology, fabric, names, warn):
     if not joined:
         return  # separate fabrics (a compute and a storage subnet): separate trees are right
     shown = _shown(names.get(root, root) for root in joined)
+    if selected:
+        links = {root: sum(1 for sid, at in root_of.items() if at == root for peer in fabric.links.get(sid, ())
+                           if root_of.get(peer, root) != root) for root in joined}
+        top = max(sorted(joined), key=lambda root: links[root])
+        held = [name for name, node in topology.nodes.items() if node.switch and root_of[node.switch] == top]
+        raise TopologyError(
+            f"params.switches and params.hcas leave a tree of {len(joined)} roots that fabric links join ({shown}): "
+            f"a leaf of {len(held)} hosts ({hostlist.compress(held)[:200]}) is linked straight to a higher tier "
+            f"({names.get(top, top)}), so the tiers above the other leaves are cut off and Slurm would place no job "
+            "across these trees. List the compute nodes in params.nodes (storage servers' HCAs usually have the "
+            "compute HCAs' names), or leave that leaf out with params.switches.exclude")
     warn(f"the tree has {len(joined)} roots that fabric links join ({shown}): a leaf is linked straight to a "
          "higher tier (a storage or management leaf on the cores?), so the tiers above the other leaves are cut "
          "off and Slurm places no job across these trees; leave that leaf out with params.switches.exclude, or "
          "list the cluster's nodes in params.nodes so it holds none")
+
+
+def _quarantine_claimed_names(fabric, node_map, wanted, topology):
+    """Quarantine each host name that two hosts claim, before any HCA is placed.
+
+    Any host with root on the fabric sets its HCAs' descriptions, so a storage server can describe
+    its HCA as a compute node's (``gpu-03 mlx5_0``) and put that node on its own leaf. Two HCAs with
+    one description (one host name and one HCA name, which a host has once) are two hosts that claim
+    one name. The fabric cannot tell which host is the node, so neither is trusted: the name is
+    quarantined and every HCA that claims it stays out (the node's own and the claimant's), reported
+    with both HCAs. A claim under an HCA name the node does not have is not told apart from a node
+    cabled to two leaves (the merge keeps it under one and warns).
+    Names given by GUID (``params.node_map``, ``params.node_facts``) are the operator's or the node's
+    own word and are not claims; only names ``params.nodes`` lists (when set) are checked.
+    """
+    described = {}  # (host, HCA name) -> first HCA id with that description
+    for hca_id, hca in fabric.of_kind("Ca").items():
+        host = _host_in(hca.description)
+        if host is None or _guid_key(hca_id) in node_map or node_map.get(host, host) != host \
+                or (wanted is not None and host not in wanted) or host in _PLACEHOLDER_HOSTS \
+                or name_problem(host) is not None or host in topology.quarantined:
+            continue
+        shown = f"HCA {clip(hca_id)} ({hca.source}, line {hca.line})"
+        first = described.setdefault((host, _hca_name(hca.description)), hca_id)
+        if first != hca_id:
+            other = fabric.devices[first]
+            topology.quarantine(host, "infiniband", (
+                f"{shown} and HCA {clip(first)} ({other.source}, line {other.line}) are both described "
+                f"{clip(hca.description)}: a host has one HCA of a name, so another host claims {host}'s name, "
+                "and neither can be trusted"))

@@ -52,10 +52,12 @@ class ObjectSync:
         return bool(self.created or self.updated or self.deleted)
 
 
-def sync_objects(client, api_prefix, namespace, resource, desired, label_selector, options, cleanup=True):
+def sync_objects(client, api_prefix, namespace, resource, desired, label_selector, options, cleanup=True, guard=None):
     """Make the managed objects of one resource in ``namespace`` exactly ``desired``.
 
-    A failed request stops new ones; the returned ObjectSync has its ``error`` and what was done.
+    ``guard(existing, deleted)``, when given, sees the listed objects (name -> object) and the names that would
+    be deleted after the list and before the first request, and raises to stop it (the shrink guard). A failed
+    request stops new ones; the returned ObjectSync has its ``error`` and what was done.
     """
     path = _k8s.namespaced_path(api_prefix, namespace, resource)
     existing = {item["metadata"]["name"]: item for item in client.list(path, label_selector)}
@@ -70,6 +72,8 @@ def sync_objects(client, api_prefix, namespace, resource, desired, label_selecto
             work.append(("update", name, obj))
     if cleanup:
         work += [("delete", name, None) for name in sorted(existing) if name not in wanted]
+    if guard is not None:
+        guard(existing, [name for action, name, _obj in work if action == "delete"])
 
     def run(item):
         action, name, obj = item

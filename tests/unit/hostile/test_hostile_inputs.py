@@ -23,7 +23,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ya
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError, name_problem
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, lambda_cloud, nebius, oci
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import aws, discover, lambda_cloud, nebius, oci
 
 from ..conftest_paths import FIXTURES
 
@@ -311,3 +311,52 @@ def test_a_duplicated_guid_is_an_error_not_a_replaced_switch():
     record = record[:record.index("\n\n") + 2]
     with pytest.raises(TopologyError, match=r"device 'S-2c5eab0300b87b40' is listed twice \(first at line \d+\)"):
         discover("infiniband", {"ibnetdiscover": {"n1": GOOD_IB + "\n" + record}})
+
+
+# -- one record, one node ------------------------------------------------------------------------
+
+def test_a_cloud_record_that_names_one_switch_at_two_tiers_quarantines_its_node_not_the_run(monkeypatch):
+    # A tenant-visible record whose path loops (spine, core, spine): the model would see a switch cycle.
+    records = [{"InstanceId": "i-1", "NetworkNodes": ["nn-spine", "nn-core", "nn-spine"]},
+               {"InstanceId": "i-2", "NetworkNodes": ["nn-core", "nn-spine", "nn-leaf"]}]
+    monkeypatch.setattr(aws, "_page", lambda *_args: (records, None))
+    topology = discover("aws", {"instances": [{"region": "r", "instances": {"i-1": "gpu1", "i-2": "gpu2"}}]},
+                        {"access_key_id": "AKIDEXAMPLE", "secret_access_key": "s"})
+    assert list(topology.nodes) == ["gpu2"] and topology.path("nn-leaf") == ["nn-leaf", "nn-spine", "nn-core"]
+    assert topology.quarantined["gpu1"].reason == (
+        "the aws API's networkNodeSet[0] of instance 'i-1' is 'nn-spine', as is its networkNodeSet[2]: one switch "
+        "at two tiers of one path (a loop)")
+
+
+STORAGE_FABRIC = (REPO / "tests" / "fixtures" / "infiniband" / "storage-on-compute-fabric.out").read_text()
+
+
+def test_a_host_on_the_fabric_that_claims_a_compute_nodes_name_is_trusted_no_more_than_the_node():
+    # Root on a storage server describes its HCA as gpu-03's, to take gpu-03's place (or put it on two leaves).
+    claimed = STORAGE_FABRIC.replace('"stor-01 mlx5_0"', '"gpu-03 mlx5_0"')
+    topology = discover("infiniband", {"ibnetdiscover": {"gpu-01": claimed}, "nodes": "gpu-[01-12]",
+                                       "hcas": {"include": ["mlx5_0"]}})
+    assert list(topology.quarantined) == ["gpu-03"] and "gpu-03" not in topology.nodes
+    assert "both described 'gpu-03 mlx5_0'" in topology.quarantined["gpu-03"].reason
+    assert {node.switch for node in topology.nodes.values()} == {
+        "S-0c42a10300aa0211", "S-0c42a10300aa0212", "S-0c42a10300aa0221", "S-0c42a10300aa0222"}  # compute leaves
+
+
+def test_hca_selection_that_keeps_storage_servers_as_nodes_is_refused_not_a_split_tree():
+    with pytest.raises(TopologyError, match=r"^params.switches and params.hcas leave a tree of 3 roots that fabric "
+                                            r"links join .*: a leaf of 2 hosts \(stor-\[01-02\]\)"):
+        discover("infiniband", {"ibnetdiscover": {"gpu-01": STORAGE_FABRIC}, "hcas": {"include": ["mlx5_0"]}})
+
+
+def test_grouped_ibnetdiscover_lines_are_skipped_whole_and_never_become_names():
+    # -g's chassis lines carry text a chassis reports (a Xsigo host name): skipped, between records only.
+    grouped = (REPO / "tests" / "fixtures" / "infiniband" / "director-grouped.out").read_text()
+    plain = discover("infiniband", {"ibnetdiscover": {"n": grouped.replace("Chassis 1 (guid 0x98039b0300e1a000)\n", "")
+                                                      .replace("Non-Chassis Nodes\n", "")}})
+    hostile = grouped.replace("Chassis 1 (guid 0x98039b0300e1a000)\n",
+                              "Chassis 1 (guid 0x98039b0300e1a000)\nHostname: n[01-99] SwitchName=evil,x\n")
+    assert discover("infiniband", {"ibnetdiscover": {"n": hostile}}).to_compact() == plain.to_compact()
+    with pytest.raises(TopologyError, match=r"line 6: not ibnetdiscover output: 'Chassis 1 \(guid 0x98039b0300e1a000\) "
+                                            r"x'$"):
+        discover("infiniband", {"ibnetdiscover": {"n": grouped.replace("0x98039b0300e1a000)\n",
+                                                                       "0x98039b0300e1a000) x\n", 1)}})

@@ -35,11 +35,17 @@ from ansible_collections.aifactory.topology.plugins.modules import (
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_annotations import reconcile as reconcile_broker_annotations
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_scheduler_topology import reconcile as reconcile_scheduler
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.k8s_node_labels import reconcile as reconcile_labels
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.nfd_topology import reconcile as reconcile_nfd
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slinky_topology import reconcile as reconcile_slinky
 
 from tests.tls_certs import self_signed, server_context
 
+from ..conftest_paths import MODELS
+from ..plugins.module_utils.test_providers_kubernetes_quarantine import ServedNodes
 from ..plugins.modules.module_runner import run_module
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 LIMIT = _labels.MAX_ANNOTATIONS_BYTES
 LINE_BREAKS = ["\n", "\r", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"]
@@ -146,10 +152,10 @@ def test_k8s_node_annotations_refuses_before_any_request(run, args, words):
 
 @pytest.mark.parametrize("args, words", [
     ({"model": dict(MODEL, nodes=[{"nodes": "GPU[1-2]", "switch": "leaf1"}])},
-     "the topology: 2 names can never be Kubernetes node names (lower-case RFC 1123 subdomains of at most 253 "
-     "characters): 'GPU1', 'GPU2'"),
+     "every node was quarantined (2), so nothing is left to map: GPU1 (node name 'GPU1' can never be a Kubernetes "
+     "node name: it is not lower-case letters"),
     ({"model": dict(MODEL, switches={}, nodes=[{"nodes": "n1"}]), "no_topology_value": "none\n"},
-     "tier-0='none\\n' on n1"),
+     "no_topology_value: 'none\\n' is not a valid Kubernetes label value"),
     ({"model": MODEL, "node_selector": {"team": "a\n"}}, "node_selector['team']"),
     ({"model": MODEL, "accelerator_label": "example.com/domain\n"}, "is not a valid Kubernetes label key"),
     ({"model": MODEL, "fabric_labels": ["a/b/c"]}, "fabric_labels[0]: 'a/b/c' is not a valid Kubernetes label key"),
@@ -163,7 +169,7 @@ def test_k8s_node_labels_refuses_before_any_request(run, args, words):
     ({"namespace": "nfd\n"}, "namespace: 'nfd\\n' is not at most 63"),
     ({"namespace": "n" * 64}, "is not at most 63"),
     ({"namespace": "nfd", "model": dict(MODEL, nodes=[{"nodes": "Gpu1", "switch": "leaf1"}])},
-     "the topology: 1 names can never be Kubernetes node names"),
+     "every node was quarantined (1), so nothing is left to map: Gpu1 (node name 'Gpu1' can never be"),
 ])
 def test_nfd_topology_refuses_before_any_request(run, args, words):
     assert words in run(nfd_topology, dict({"model": MODEL}, **args))
@@ -373,6 +379,100 @@ def test_a_level_key_used_twice_is_refused_before_any_request(run, keys, where):
     message = run(k8s_scheduler_topology, dict({"model": MODEL, "consumers": ["kai"]}, **keys))
     assert message.startswith(f"the level key kubernetes.io/hostname would be a level twice ({where}); Kueue and KAI "
                               "refuse a repeated level key")
+
+
+# -- one node's value the API server would refuse: that node is quarantined, the others written -----
+
+class LabelledNodes(RecordingClient):
+    """RecordingClient whose listed nodes carry ``labels_by_node``; a patch answers with the labels it sets."""
+
+    def __init__(self, labels_by_node):
+        super().__init__({name: {} for name in labels_by_node})
+        for name, labels in labels_by_node.items():
+            self.nodes[name]["metadata"]["labels"] = dict(labels)
+
+    def patched(self):
+        return sorted(path.rsplit("/", 1)[1] for method, path in self.requests if method == "PATCH")
+
+
+def nvl72(nvidia_smi):
+    return discover("simulation", {"model_path": str(MODELS / "nvl72.yaml"),
+                                   "accelerator": {"source": "nvidia_smi", "nvidia_smi": nvidia_smi}})
+
+
+def test_one_nvidia_smi_cluster_uuid_with_a_colon_quarantines_that_node_and_the_others_are_labelled():
+    # Root on node1101 reports a cluster UUID with ':': a valid name for Slurm, never a Kubernetes label value.
+    topology = nvl72({"node1101": "3bd4c4b2:4a2c, 1\n"})
+    client = LabelledNodes({name: {} for name in list(topology.nodes)})
+    warnings = []
+    result = reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1),
+                              warn=warnings.append)
+    assert client.patched() == sorted(name for name in client.nodes if name != "node1101")
+    (record,) = result["quarantined"]
+    assert (record["node"], record["source"], record["kind"]) == ("node1101", "kubernetes labels", "invalid")
+    assert record["reason"].startswith("label accelerator.topograph.run/domain (the domain): '3bd4c4b2:4a2c.1' is "
+                                       "not a valid Kubernetes label value")
+    assert result["summary"]["quarantined"] == 1 and result["summary"]["nodes_changed"] == 71
+    assert warnings == [f"1 nodes quarantined (left out of the map): node1101 ({record['reason']})"]
+
+
+def test_a_tier_label_the_server_would_refuse_from_node_labels_quarantines_that_node_only():
+    tier0, tier1 = "fabric.topograph.run/tier-0", "fabric.topograph.run/tier-1"
+    listed = [("k8s-0", {tier0: "leaf-a", tier1: "spine"}, {}), ("k8s-1", {tier0: "leaf-\u00fc1", tier1: "spine"}, {}),
+              ("k8s-2", {tier0: "leaf-a", tier1: "spine"}, {})]
+    topology = discover("node_labels", {}, k8s_client=ServedNodes(*listed))
+    assert sorted(topology.nodes) == ["k8s-0", "k8s-1", "k8s-2"]  # the name rule takes 'leaf-ü1'
+    client = LabelledNodes({name: labels for name, labels, _annotations in listed})
+    result = reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1),
+                              max_node_loss=50)  # one of three: within the guard
+    # k8s-0 and k8s-2 already carry their labels; k8s-1 loses its managed labels, as a quarantined node does.
+    assert client.patched() == ["k8s-1"] and result["summary"]["nodes_in_topology"] == 2
+    (record,) = result["quarantined"]
+    assert record["node"] == "k8s-1" and record["reason"].startswith(
+        "label fabric.topograph.run/tier-0 (the tier 0 switch): 'leaf-\u00fc1' is not a valid Kubernetes label value")
+
+
+def test_values_the_server_would_refuse_on_many_nodes_count_for_the_shrink_guard_before_any_write():
+    # A bad cluster UUID on a whole rack (18 of 72 labelled nodes): the guard refuses before any patch.
+    topology = nvl72({f"node{1100 + n}": "3bd4c4b2:4a2c, 1\n" for n in range(1, 19)})
+    client = LabelledNodes({name: {"accelerator.topograph.run/domain": "nvl-1"} for name in
+                            [f"node{rack}{n:02d}" for rack in (11, 12, 13, 14) for n in range(1, 19)]})
+    with pytest.raises(TopologyError, match=r"^refusing to remove the topology labels of 18 of 72 labelled nodes are "
+                                            r"quarantined \(25.0% > max_node_loss 10%\): node\[1101-1118\]"):
+        reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+
+
+class NfdObjects(RecordingClient):
+    """Lists ``features`` as the namespace's NodeFeatures (no groups); records every request; writes succeed."""
+
+    def __init__(self, features):
+        super().__init__({})
+        self.features = features
+
+    def list(self, path, label_selector=None, metadata_only=False):
+        self.requests.append(("LIST", path))
+        return list(self.features) if path.endswith("/nodefeatures") else []
+
+
+def test_nfd_topology_deletes_the_node_features_of_a_mass_quarantine_only_within_max_node_loss():
+    # A fabric manager restarting: 6 of 10 nodes report no fabric. Before, their 6 NodeFeatures were deleted.
+    params = {"switches": {"leaf": None}, "domains": [{"name": "rack1", "nodes": "gpu[01-10]", "switch": "leaf"}]}
+    healthy = discover("inventory", params)
+    labels = k8s_labels.desired_labels(healthy, _labels.LabelKeys())
+    existing, _groups = nfd.build_objects(labels, "nfd")
+    outputs = {f"gpu{n:02d}": UNHEALTHY_TRAY if n <= 6 else "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
+               for n in range(1, 11)}
+    params["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": outputs}
+    client = NfdObjects(existing)
+    with pytest.raises(TopologyError, match=r"^refusing to delete 6 of 10 listed NodeFeature objects, of quarantined "
+                                            r"nodes \(60.0% > max_node_loss 10%\): gpu\[01-06\]; nothing was written"):
+        reconcile_nfd(client, discover("inventory", params), "nfd", k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+    warnings = []
+    forced = reconcile_nfd(client, discover("inventory", params), "nfd", k8s_writer.WriteOptions(concurrency=1),
+                           force=True, warn=warnings.append)
+    assert len(forced["deleted"]["NodeFeature"]) == 6 and warnings[0].startswith("force: deleting 6 of 10 listed")
 
 
 # -- the transport ---------------------------------------------------------------------------

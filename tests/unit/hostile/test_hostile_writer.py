@@ -9,6 +9,7 @@ not a percentage.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import stat
@@ -24,6 +25,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._writers import
 from ansible_collections.aifactory.topology.plugins.modules import slurm_topology
 
 from ..plugins.modules.module_runner import run_module
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 MODEL = {"format": "aifactory.topology/v1", "switches": {"leaf": None}, "nodes": [{"nodes": "n[1-10]", "switch": "leaf"}]}
 OLD = "SwitchName=leaf Nodes=n[1-9]\n"
@@ -313,3 +315,31 @@ def test_a_read_only_mount_or_an_immutable_file_fails_naming_the_file(run, tmp_p
         assert "Read-only file system" in result["msg"] and (mount / "topology.conf").read_text() == OLD
     finally:
         subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_the_drain_guard_refuses_before_topology_conf_is_written(monkeypatch, tmp_path):
+    # A fabric manager restarting: 3 of 8 nodes report no fabric. The drain's guard refuses, and it refuses
+    # before the file is written (it used to write the file, fail on the drain and report no change).
+    nodes = [f"n{index}" for index in range(1, 9)]
+    data = tmp_path / "nodes.json"
+    data.write_text(json.dumps({"nodes": [{"name": node, "state": ["IDLE"]} for node in nodes], "errors": []}),
+                    encoding="utf-8")
+    scontrol = tmp_path / "scontrol"  # prints the nodes; any other command (a drain) leaves a mark
+    scontrol.write_text(f"#!/bin/sh\ncase \"$1\" in show) exec cat {data};; *) touch {tmp_path}/sent;; esac\n",
+                        encoding="utf-8")
+    scontrol.chmod(0o755)
+    outputs = {node: (UNHEALTHY_TRAY if node in nodes[:3] else "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n")
+               for node in nodes}
+    provider = {"name": "inventory", "params": {"switches": {"leaf": None},
+                                                "nodes": [{"nodes": "n[1-8]", "switch": "leaf"}],
+                                                "accelerator": {"source": "nvidia_smi", "nvidia_smi": outputs}}}
+    fresh, existing = tmp_path / "fresh.conf", tmp_path / "topology.conf"
+    existing.write_text("SwitchName=leaf Nodes=n[1-8]\n", encoding="utf-8")
+    for dest in (fresh, existing):
+        result = run_module(slurm_topology, {"provider": provider, "dest": str(dest), "drain_unhealthy": True,
+                                             "scontrol_path": str(scontrol)}, monkeypatch=monkeypatch)
+        assert result["failed"] and result["msg"].startswith(
+            "refusing to drain 3 of 8 nodes quarantined as unhealthy (37.5% > max_node_loss 10%): n[1-3]; "
+            "nothing was written, no node was drained")
+    assert not fresh.exists() and existing.read_text(encoding="utf-8") == "SwitchName=leaf Nodes=n[1-8]\n"
+    assert not (tmp_path / "sent").exists()

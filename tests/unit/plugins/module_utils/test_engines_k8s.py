@@ -81,15 +81,55 @@ def test_invalid_or_duplicate_keys_are_rejected(fabric, accelerator, message):
         _labels.LabelKeys(fabric, accelerator)
 
 
-def test_values_that_are_not_label_values_fail_before_anything_and_name_the_nodes():
+def test_a_value_the_api_server_would_refuse_quarantines_that_node_naming_the_label_and_value():
     topo = Topology()
+    topo.add_switch("leaf")
     topo.add_switch("leaf:1")  # a valid Slurm name, not a label value
-    topo.add_node("n1", "leaf:1", "rack/1")
+    topo.add_node("n1", "leaf", "3bd4c4b2:1.1")  # an nvidia-smi cluster UUID with ':' in the domain
     topo.add_node("n2", "leaf:1")
-    with pytest.raises(TopologyError) as info:
+    topo.add_node("n3", "leaf", "rack1")
+    topo.add_node("GPU4", "leaf")  # fine for Slurm, never a Kubernetes node name
+    warnings = []
+    labels = k8s_labels.desired_labels(topo.validate(), _labels.LabelKeys(), node_names=True, warn=warnings.append)
+    assert labels == {"n3": {f"{TIER}0": "leaf", "accelerator.topograph.run/domain": "rack1"}}
+    assert sorted(topo.nodes) == ["n3"]
+    reasons = {record.node: (record.source, record.reason) for record in topo.quarantined.values()}
+    assert reasons == {
+        "n1": ("kubernetes labels", "label accelerator.topograph.run/domain (the domain): '3bd4c4b2:1.1' is not a "
+                                    "valid Kubernetes label value (at most 63 letters, digits, '-', '_', '.', "
+                                    "starting and ending with a letter or digit)"),
+        "n2": ("kubernetes labels", "label fabric.topograph.run/tier-0 (the tier 0 switch): 'leaf:1' is not a valid "
+                                    "Kubernetes label value (at most 63 letters, digits, '-', '_', '.', starting "
+                                    "and ending with a letter or digit)"),
+        "GPU4": ("kubernetes labels", "node name 'GPU4' can never be a Kubernetes node name: it is not lower-case "
+                                      "letters, digits, '-' and '.', starting and ending with a letter or digit"),
+    }
+    assert len(warnings) == 1 and warnings[0].startswith("3 nodes quarantined (left out of the map): n1 (label ")
+
+
+def test_a_node_name_nfd_cannot_put_in_its_node_name_label_quarantines_that_node():
+    topo = Topology()
+    topo.add_switch("leaf")
+    long_name = "n" * 64  # a valid node name (RFC 1123 subdomain), too long for a label value
+    topo.add_node(long_name, "leaf")
+    topo.add_node("n1", "leaf")
+    assert sorted(k8s_labels.desired_labels(topo.validate(), _labels.LabelKeys())) == ["n1", long_name]
+    labels = k8s_labels.desired_labels(topo, _labels.LabelKeys(), name_label="nfd.node.kubernetes.io/node-name")
+    assert sorted(labels) == ["n1"] and long_name in topo.quarantined
+
+
+def test_every_node_refused_is_an_error_and_the_operators_no_topology_value_fails_the_run():
+    topo = Topology()
+    topo.add_switch("leaf:1")
+    topo.add_node("n1", "leaf:1")
+    with pytest.raises(TopologyError, match=r"every node was quarantined \(1\), so nothing is left to map: n1 "
+                                            r"\(label fabric.topograph.run/tier-0"):
         k8s_labels.desired_labels(topo.validate(), _labels.LabelKeys())
-    assert "fabric.topograph.run/tier-0='leaf:1' on n[1-2]" in str(info.value)
-    assert "accelerator.topograph.run/domain='rack/1' on n1" in str(info.value)
+    bare = Topology()
+    bare.add_node("n1")
+    with pytest.raises(TopologyError, match=r"no_topology_value: 'none\\n' is not a valid Kubernetes label value"):
+        k8s_labels.desired_labels(bare.validate(), _labels.LabelKeys(), "none\n")
+    assert "n1" in bare.nodes and not bare.quarantined
 
 
 def test_nodes_without_switch_get_no_tier_unless_asked():

@@ -55,6 +55,10 @@ def test_a_storage_leaf_holding_every_node_is_an_error_that_says_what_to_set_not
         "compute leaf has (stor-[01-02]): it is a storage or management leaf on the compute fabric")
     assert "Set params.switches.exclude: ['DC1-STOR-LEAF-1'] to leave it out" in message
     assert "params.hcas.include to the names of the compute HCAs (the nodes reach it through mlx5_1)" in message
+    # Without a node list, the HCA advice says it needs one: the storage servers' HCAs have the same names.
+    together = ("together with params.nodes, the compute nodes (the storage servers' HCAs usually have the same "
+                "names, and would stay nodes on this leaf)")
+    assert (together in message) is ("nodes" not in params)
 
 
 def test_excluding_the_storage_leaf_by_name_gives_the_two_pod_tree():
@@ -87,17 +91,53 @@ def test_selecting_the_compute_hcas_of_the_cluster_nodes_gives_the_same_tree():
     assert slurm.render_tree_conf(excluded) == EXPECTED
 
 
-def test_hca_selection_without_params_nodes_warns_that_the_storage_leaf_cuts_the_tree_in_three():
-    # stor-01/02 keep their mlx5_0: the storage leaf is a leaf of theirs, linked straight to the
-    # cores, which become its tier 1 and are no longer above the pod spines.
-    topology, warnings = run(hcas={"include": ["mlx5_0"]})
-    roots = sorted(sw.name for sw in topology.switches.values() if sw.parent is None)
-    assert roots == ["DC1-CORE-1", "DC1-P1-SPINE-1", "DC1-P2-SPINE-1"]
-    assert warnings == [
-        "the tree has 3 roots that fabric links join (DC1-CORE-1, DC1-P1-SPINE-1, DC1-P2-SPINE-1): a leaf is "
-        "linked straight to a higher tier (a storage or management leaf on the cores?), so the tiers above the "
-        "other leaves are cut off and Slurm places no job across these trees; leave that leaf out with "
-        "params.switches.exclude, or list the cluster's nodes in params.nodes so it holds none"]
+def test_hca_selection_without_params_nodes_is_refused_not_a_tree_cut_in_three():
+    # stor-01/02 keep their mlx5_0 (storage servers use the compute HCAs' names): the storage leaf is a leaf of
+    # theirs, linked straight to the cores, which become its tier 1 and are no longer above the pod spines. It
+    # used to succeed with the storage servers as nodes and only a warning.
+    with pytest.raises(TopologyError) as caught:
+        run(hcas={"include": ["mlx5_0"]})
+    assert str(caught.value) == (
+        "params.switches and params.hcas leave a tree of 3 roots that fabric links join (DC1-CORE-1, DC1-P1-SPINE-1, "
+        "DC1-P2-SPINE-1): a leaf of 2 hosts (stor-[01-02]) is linked straight to a higher tier (DC1-CORE-1), so the "
+        "tiers above the other leaves are cut off and Slurm would place no job across these trees. List the compute "
+        "nodes in params.nodes (storage servers' HCAs usually have the compute HCAs' names), or leave that leaf out "
+        "with params.switches.exclude")
+
+
+def test_each_setting_the_storage_leaf_error_advises_gives_the_one_compute_tree():
+    with pytest.raises(TopologyError) as caught:
+        run()
+    message = str(caught.value)
+    hca = re.search(r"the nodes reach it through (\S+)\)", message).group(1)
+    compute = {"mlx5_1": "mlx5_0"}[hca]  # the compute HCAs: the others
+    advised = [{"switches": {"exclude": [re.search(r"params\.switches\.exclude: \['([^']+)'\]", message).group(1)]}},
+               {"hcas": {"include": [compute]}, "nodes": NODES},  # "together with params.nodes"
+               {"switches": {"include": [r"DC1-P\d-LEAF-\d"]}}]
+    assert "together with params.nodes" in message
+    for params in advised:
+        topology, warnings = run(**params)
+        assert slurm.render_tree_conf(topology) == EXPECTED and warnings == [], params
+        assert [sw for sw in topology.switches.values() if sw.parent is None] == [topology.switches[
+            topology.path(topology.nodes["gpu-01"].switch)[-1]]]  # one root
+
+
+def test_a_storage_host_that_claims_a_compute_nodes_name_quarantines_that_name_not_two_leaves():
+    # Root on stor-01 describes its HCA as gpu-03's: gpu-03 would sit on its own leaf and the storage leaf.
+    claimed = STORAGE.read_text(encoding="utf-8").replace('"stor-01 mlx5_0"', '"gpu-03 mlx5_0"')
+    for params in ({"hcas": {"include": ["mlx5_0"]}, "nodes": NODES}, {"switches": {"exclude": ["DC1-STOR-LEAF-1"]}}):
+        warnings = []
+        topology = discover("infiniband", dict({"ibnetdiscover": {"gpu-01": claimed}}, **params),
+                            warn=warnings.append)
+        (record,) = topology.quarantined.values()
+        assert (record.node, record.source, record.unhealthy) == ("gpu-03", "infiniband", False)
+        assert record.reason == (
+            "HCA 'H-946dae0300cc0100' (ibnetdiscover output of gpu-01, line 306) and HCA 'H-946dae0300bb0300' "
+            "(ibnetdiscover output of gpu-01, line 152) are both described 'gpu-03 mlx5_0': a host has one HCA of a "
+            "name, so another host claims gpu-03's name, and neither can be trusted")
+        assert "gpu-03" not in topology.nodes and len(topology.nodes) == 11
+        assert slurm.render_tree_conf(topology) == EXPECTED.replace("Nodes=gpu-[01-03]", "Nodes=gpu-[01-02]")
+        assert warnings == [f"1 nodes quarantined (left out of the map): gpu-03 ({record.reason})"]
 
 
 def test_an_exclude_at_a_higher_tier_removes_that_switch_and_its_links():
@@ -172,8 +212,8 @@ def _build(leaves, **params):
 
 
 def test_rails_with_a_missing_cable_each_are_not_a_swallowing_leaf():
-    nodes = [f"n{i:02d} mlx5_0" for i in range(1, 9)]
-    topology, warnings = _build({"R1": nodes, "R2": nodes[:-1], "R3": nodes[:-2] + nodes[-1:]})
+    rail = [[f"n{i:02d} mlx5_{r}" for i in range(1, 9)] for r in range(3)]  # each node's HCA of each rail
+    topology, warnings = _build({"R1": rail[0], "R2": rail[1][:-1], "R3": rail[2][:-2] + rail[2][-1:]})
     assert len({node.switch for node in topology.nodes.values()}) == 1
     assert "not a clean Clos" in warnings[0]
 

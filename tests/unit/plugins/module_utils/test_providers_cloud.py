@@ -167,6 +167,12 @@ RECORDS = {
     "aws-closest-id-empty": ("aws", AWS, ["core", "spine", ""],
                              "the aws API's networkNodeSet[2] of instance 'i-1' is empty ('') under "
                              "networkNodeSet[1] 'spine'"),
+    "aws-one-id-at-two-tiers": ("aws", AWS, ["core", "spine", "core"],
+                                "the aws API's networkNodeSet[0] of instance 'i-1' is 'core', as is its "
+                                "networkNodeSet[2]: one switch at two tiers of one path (a loop)"),
+    "nscale-one-id-at-two-tiers": ("nscale", NSCALE, ["spine", "leaf", "spine"],
+                                   "the nscale API's network_node_path[0] of instance 'i-1' is 'spine', as is its "
+                                   "network_node_path[2]: one switch at two tiers of one path (a loop)"),
     "aws-id-not-a-string": ("aws", AWS, ["core", "spine", 7],
                             "the aws API's networkNodeSet[2] of instance 'i-1': name must be a non-empty string, "
                             "got int 7"),
