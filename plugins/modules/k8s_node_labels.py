@@ -66,9 +66,21 @@ options:
       - Bounded by O(max_node_loss), as a percentage of the listed nodes.
     type: bool
     default: false
+  location_labels:
+    description:
+      - Also label each node with where the hardware says it is, from nvidia-smi's platform fields (gathered by
+        M(aifactory.topology.topology_facts)) or NMX's C(LocationInfo) (the C(netq) provider), under the collection's
+        own prefix C(topology.aifactory.dev/), C(chassis) (the chassis serial number), C(slot), C(tray) and C(host).
+        With the NVLink domain label they name the rack, so operators and schedulers can select by rack and tray.
+      - Opt-in. C(false) removes these labels where this module wrote them.
+    type: bool
+    default: false
+    version_added: 0.2.0
 notes:
   - Managed label keys are O(fabric_labels), O(accelerator_label), C(accelerator.topograph.run/sub-domain),
-    C(accelerator.topograph.run/domain) and any C(fabric.topograph.run/tier-<n>).
+    C(accelerator.topograph.run/domain), any C(fabric.topograph.run/tier-<n>) and the location labels
+    C(topology.aifactory.dev/chassis), C(topology.aifactory.dev/slot), C(topology.aifactory.dev/tray),
+    C(topology.aifactory.dev/host).
   - Needs nodes C(get), C(list) and C(patch) (C(docs/rbac/k8s_node_labels.yaml)).
 seealso:
   - module: aifactory.topology.nfd_topology
@@ -164,6 +176,7 @@ def main():
         **k8s_module.LABEL_KEYS_ARG_SPEC,
         clean_absent_nodes={"type": "bool", "default": True},
         taint_unhealthy={"type": "bool", "default": False},
+        location_labels={"type": "bool", "default": False},
         **SHRINK_GUARD_ARG_SPEC,
     ), supports_check_mode=True, **INPUT_CONSTRAINTS)
     k8s_node_labels.run(module)

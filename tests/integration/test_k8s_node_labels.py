@@ -298,3 +298,29 @@ def test_an_escalated_rack_is_tainted_whole_with_one_reason_and_untainted_when_i
     assert run_module(k8s_node_labels, args(bad), monkeypatch)["changed"] is False
     recovered = run_module(k8s_node_labels, args(None), monkeypatch)
     assert sorted(recovered["untainted"]) == names[:18] and tainted() == []
+
+
+def test_location_labels_are_opt_in_name_the_rack_and_tray_and_come_off_when_turned_off(k8s, admin, monkeypatch):
+    test_id = new_id()
+    prefix = f"t{test_id}"
+    names = make_nodes(k8s, node_names(prefix, 1, per_rack=3), test_id)
+    trays = shapes.rack(f"{prefix}-r01-n", "4b1d9c3e-7a25-4f60-9e8b-d2c5a7f01e36", "1821124000301", trays=3)
+    params = dict(gb200(prefix, racks=1, per_rack=3), accelerator={
+        "source": "nvidia_smi", "nvidia_smi": {node: shapes.csv(gpus) for node, gpus in trays.items()},
+        "rack_trays": 3})
+
+    def location(name):
+        labels = admin.request("GET", _k8s.node_path(name))["metadata"].get("labels") or {}
+        return {key.split("/")[1]: value for key, value in labels.items() if key.startswith("topology.aifactory.dev/")}
+
+    plain = run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
+    assert not plain["failed"], plain.get("msg")
+    assert location(names[0]) == {}
+    located = run_module(k8s_node_labels, labels_args(k8s, test_id, params, location_labels=True), monkeypatch)
+    assert sorted(located["changed_nodes"]) == names
+    assert [location(name) for name in names] == [
+        {"chassis": "1821124000301", "slot": str(10 + index), "tray": str(index), "host": "1"} for index in range(3)]
+    assert run_module(k8s_node_labels, labels_args(k8s, test_id, params, location_labels=True),
+                      monkeypatch)["changed"] is False
+    off = run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
+    assert sorted(off["changed_nodes"]) == names and all(location(name) == {} for name in names)

@@ -29,7 +29,12 @@ INSTANCE_ANNOTATION = "topograph.run/instance"
 REGION_ANNOTATION = "topograph.run/region"
 CLUSTER_ID_ANNOTATION = "topograph.run/cluster-id"
 BROKER_ANNOTATIONS = (INSTANCE_ANNOTATION, REGION_ANNOTATION, CLUSTER_ID_ANNOTATION)
+# Where the hardware says a tray is (k8s_node_labels' location_labels), under the collection's own prefix: the
+# model's place keys -> label keys. With the NVLink domain label they name the rack (domain, chassis).
+LOCATION_LABELS = {"chassis_serial_number": "topology.aifactory.dev/chassis", "slot_number": "topology.aifactory.dev/slot",
+                   "tray_index": "topology.aifactory.dev/tray", "host_id": "topology.aifactory.dev/host"}
 
+_LOCATION_KEYS = frozenset(LOCATION_LABELS.values())
 _FNV64_OFFSET = 0xCBF29CE484222325
 _FNV64_PRIME = 0x100000001B3
 _MASK64 = 0xFFFFFFFFFFFFFFFF
@@ -171,11 +176,12 @@ class LabelKeys:
     ``accelerator_label`` replaces the domain key. The sub-domain key is fixed, as in Topograph.
     """
 
-    def __init__(self, fabric_labels=None, accelerator_label=None):
+    def __init__(self, fabric_labels=None, accelerator_label=None, location_labels=False):
         if fabric_labels is not None and not isinstance(fabric_labels, (list, tuple)):
             raise TopologyError("fabric_labels must be a list of label keys, tier 0 first")
         self.fabric_labels = list(fabric_labels) if fabric_labels else None
         self.accelerator_label = accelerator_label or ACCELERATOR_LABEL
+        self.location_labels = location_labels
         seen = {}
         for index, key in enumerate(self.fabric_labels or []):
             check_label_key(key, f"fabric_labels[{index}]")
@@ -193,8 +199,10 @@ class LabelKeys:
         return self.fabric_labels[tier] if tier < len(self.fabric_labels) else None
 
     def is_managed(self, key):
-        """Managed keys: the configured ones, Topograph's defaults and any ``fabric.topograph.run/tier-<n>``."""
-        return key in self._configured or key == ACCELERATOR_LABEL or _DEFAULT_TIER.match(key) is not None
+        """Managed keys: the configured ones, Topograph's defaults, any ``fabric.topograph.run/tier-<n>`` and the
+        location labels (managed whether written or not, so turning ``location_labels`` off removes them)."""
+        return (key in self._configured or key == ACCELERATOR_LABEL or key in _LOCATION_KEYS
+                or _DEFAULT_TIER.match(key) is not None)
 
     def managed(self, labels):
         return {key: value for key, value in (labels or {}).items() if self.is_managed(key)}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import (
+    LOCATION_LABELS,
     SUB_DOMAIN_LABEL,
     dns_subdomain_problem,
     is_valid_label_value,
@@ -80,6 +81,11 @@ def _node_labels(topology, node, keys, no_topology_value, node_names, name_label
         labels[keys.accelerator_label] = (label_value(node.domain), "domain")
         if node.sub_domain is not None:
             labels[SUB_DOMAIN_LABEL] = (label_value(node.sub_domain), "sub-domain")
+    if getattr(keys, "location_labels", False):
+        place = topology.locations.get(node.name) or {}
+        for field, key in LOCATION_LABELS.items():
+            if place.get(field) not in (None, ""):
+                labels[key] = (str(place[field]), f"location {field}")
     for key, (value, field) in labels.items():
         if not is_valid_label_value(value):
             raise NodeDataError(f"label {key} (the {field}): {clip(value)} {_LABEL_VALUE_RULE}")

@@ -22,7 +22,7 @@ LABEL_KEYS_ARG_SPEC = {
 
 
 def label_keys(params):
-    return _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"])
+    return _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"], params.get("location_labels", False))
 
 
 def argument_spec(**options):
