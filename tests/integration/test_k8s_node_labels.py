@@ -231,8 +231,8 @@ def test_taint_unhealthy_taints_only_unhealthy_nodes_keeps_other_taints_and_unta
     sick, bad_data, other = names[0], names[1], names[2]
     someone_elses = {"key": "example.com/maintenance", "value": "yes", "effect": "NoExecute"}
     admin.request("PATCH", _k8s.node_path(sick), None, {"spec": {"taints": [someone_elses]}}, k8s_writer.MERGE_PATCH)
-    outputs = {sick: UNHEALTHY_TRAY, bad_data: "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n"
-                                                "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"}
+    two_cliques = "3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 1\n3bd4c4b2-4a2c-4b1f-9b4e-7a8b1c2d3e4f, 2\n"
+    outputs = {sick: UNHEALTHY_TRAY, bad_data: two_cliques}
     params = dict(gb200(prefix, racks=1), accelerator={"source": "nvidia_smi", "nvidia_smi": outputs})
     args = labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=20)
 
