@@ -42,7 +42,6 @@ import fcntl
 import os
 import re
 import shlex
-import socket
 import stat
 import tempfile
 import threading
@@ -245,7 +244,7 @@ def locked(dest, wait=None):
 
 def _host():
     """This host's name as a temporary file's name carries it (letters, digits, '.', '-'; others '_')."""
-    return re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())[:64] or "_"
+    return re.sub(r"[^A-Za-z0-9.-]", "_", os.uname().nodename)[:64] or "_"
 
 
 def temp_prefix(name):
