@@ -14,7 +14,6 @@ closed, and on expiry (or on too much output) the whole process group is killed 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import selectors
 import signal
@@ -105,6 +104,8 @@ async def run_async(argv, timeout=DEFAULT_TIMEOUT, max_output=DEFAULT_MAX_OUTPUT
     A caller cancelled while the command runs kills the command's whole group at once (the
     worker then reads the pipes' end and reaps it); cancelled before it started, it never starts.
     """
+    import asyncio  # pylint: disable=import-outside-toplevel  # only the event sources need it, not the modules
+
     state = {"cancelled": False, "process": None}
 
     def started(process):

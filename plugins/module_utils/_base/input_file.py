@@ -66,11 +66,11 @@ def read_text(path, what, path_is_secret=False, max_bytes=None, follow=True):
 
 def read_yaml(path, what):
     """The data of the YAML (or JSON, which is YAML) file ``path``, read by read_text."""
-    if not _yaml.HAS_YAML:
-        raise InputFileError(f"{what} {path!r}: reading it needs PyYAML")
     text = read_text(path, what)
     try:
         return _yaml.safe_load(text)
+    except _yaml.PyYAMLMissing as exc:  # the one policy of a host without PyYAML: see _base/yaml.py
+        raise InputFileError(f"{what} {path!r}: {exc}") from None
     except _yaml.YAMLError as exc:
         raise InputFileError(f"{what} {path!r} is not valid YAML: {exc}") from None
 

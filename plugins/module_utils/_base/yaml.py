@@ -19,9 +19,18 @@ recurses) through two parts:
 Anything else (an explicit tag, a merge key ``<<``, a collection as a key, an alias to an
 unfinished node, a second document) the builder leaves to ``yaml.load`` with the safe loader,
 after the checker has read the rest of the text.
+
+A host without PyYAML (ansible-core needs it on the controller, not on the hosts modules run on):
+this module is the collection's one YAML reader and that host's one policy. Every read there raises
+``PyYAMLMissing`` (a ``TopologyError``: a missing library on the host), whose message says so, and
+each caller treats it as a file it cannot read: a model or input file fails the task naming the file,
+the shrink guard fails closed (``force`` replaces the file unchecked, with a warning), topology_metrics
+fails. Nothing guesses at YAML without PyYAML.
 """
 
 from __future__ import annotations
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 try:
     import yaml
@@ -42,6 +51,16 @@ MAX_ALIAS_NODES = 1_000_000
 _MAPPING_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 
 
+class PyYAMLMissing(TopologyError):
+    """YAML was to be read on a host whose Python lacks PyYAML."""
+
+
+def _require_pyyaml():
+    if not HAS_YAML:
+        raise PyYAMLMissing("reading YAML needs PyYAML, which the Python running this task lacks "
+                            "(install python3-yaml, or PyYAML with pip)")
+
+
 class YAMLLimitError(YAMLError):
     """A document refused before loading: too deep, or aliases that expand too far."""
 
@@ -56,6 +75,7 @@ def check_limits(text, max_depth=MAX_DEPTH, max_alias_nodes=MAX_ALIAS_NODES):
     Sizes are counted per anchor (a collection's size includes the expanded size of the
     aliases inside it), so nested anchors are charged what they would cost a consumer.
     """
+    _require_pyyaml()
     for _event in _events_within_limits(yaml.parse(text, Loader=_LOADER), max_depth, max_alias_nodes):
         pass
 
@@ -177,10 +197,10 @@ def _build(events):
 def safe_load(stream):
     """What yaml.safe_load returns, read by libyaml when PyYAML has it, within check_limits' limits.
 
-    ``stream`` is text or a text file. Raises YAMLError (YAMLLimitError is one) for a bad document.
+    ``stream`` is text or a text file. Raises YAMLError (YAMLLimitError is one) for a bad document,
+    PyYAMLMissing without PyYAML.
     """
-    if not HAS_YAML:
-        raise RuntimeError("PyYAML is required")
+    _require_pyyaml()
     text = stream if isinstance(stream, (str, bytes)) else stream.read()
     events = _events_within_limits(yaml.parse(text, Loader=_LOADER))
     data = _build(events)

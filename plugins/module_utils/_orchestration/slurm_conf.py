@@ -10,6 +10,7 @@ follows it: what an included file sets counts, though only slurm.conf itself is 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -18,7 +19,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import in
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip, failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._base.slurm_lines import (
     include_target, key_values, logical_lines, physical_lines, quote_value)
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, locked, read_text
 
 MANAGED_MARKER = "# Settings managed by Ansible (aifactory.topology)"
 # Changing these needs every daemon restarted (slurm.conf(5)); everything else we manage,
@@ -36,12 +37,16 @@ def run(module):
     """What the module does: read slurm.conf, edit, validate and write it; exits the module."""
     path = module.params["path"]
     with failing_cleanly(module):
-        current = read_text(path, max_bytes=MAX_INCLUDED_BYTES)
-        if current is None:
-            raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
-        content, settings, partitions = apply(current, module.params["settings"], module.params["partitions"], path=path)
-        result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
-                             current=current)
+        # Read, edit and rename under the lock every writer of the collection takes (slurm_topology's on
+        # topology.conf in the same directory too): a run never rewrites a slurm.conf another run just changed.
+        with contextlib.nullcontext() if module.check_mode else locked(path):
+            current = read_text(path, max_bytes=MAX_INCLUDED_BYTES)
+            if current is None:
+                raise TopologyError(f"{path} does not exist; this module edits settings in an existing slurm.conf")
+            content, settings, partitions = apply(current, module.params["settings"], module.params["partitions"],
+                                                  path=path)
+            result = ensure_file(module, path, content, module.params["backup"], module.params["validate"],
+                                 current=current)
     restart = restart_settings(settings)
     result.update(changed_settings=settings, changed_partitions=partitions, restart_settings=restart,
                   restart_required=bool(restart))

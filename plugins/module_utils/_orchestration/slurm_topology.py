@@ -8,7 +8,7 @@ import contextlib
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain, slurm_files
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, locked, read_text, resolve_dest
@@ -64,6 +64,10 @@ def plan_drains(topology, scontrol, max_node_loss, force, warn):
     ``scontrol(args)`` returns stdout. Returns ``{"drained": [...], "resumed": [...]}``; more unhealthy nodes than
     ``max_node_loss`` percent is a TopologyError (nothing written, no node drained) unless ``force``.
     """
+    # Only a run that drains needs the drain engine (and the capacity engine's scontrol reader): imported here,
+    # statically, so that AnsiballZ still ships it.
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
+
     drained, known = slurm_drain.drained_nodes(scontrol(["show", "nodes", "--json"]))
     unhealthy = slurm_drain.unhealthy_nodes(topology, known)
     shrink_guard.check_share(unhealthy, len(topology.nodes) + len(topology.quarantined),

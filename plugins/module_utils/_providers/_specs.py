@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import DEFAULT_DISCOVERY_TIMEOUT
-from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s import AUTH_OPTIONS
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import AUTH_OPTIONS
 
 # module: the file in _providers/; function: its discover function; doc: the provider's page.
 Provider = namedtuple("Provider", "module function params creds doc summary")

@@ -32,27 +32,16 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     credential_problem,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import (  # noqa: F401  pylint: disable=unused-import
+    AUTH_ARG_SPEC, AUTH_OPTIONS)
 
 # The kubernetes library takes about 0.3 s to import: it is imported when a client is built, not
-# by every module that imports this one (slurm_topology reaches it through _orchestration.common).
+# by every module that imports this one.
 HAS_KUBERNETES = importlib.util.find_spec("kubernetes") is not None
 
 MISSING_LIBRARY = ("the Python library 'kubernetes' is required on the host that runs this task "
                    "(pip install kubernetes; it is in the collection's requirements.txt)")
 
-# Module option -> (argument spec, environment variables read when the option is not set),
-# as kubernetes.core names them (plugins/module_utils/args_common.py, k8s/client.py).
-AUTH_OPTIONS = {
-    "kubeconfig": ({"type": "path"}, ("K8S_AUTH_KUBECONFIG",)),
-    "context": ({"type": "str"}, ("K8S_AUTH_CONTEXT",)),
-    "host": ({"type": "str"}, ("K8S_AUTH_HOST",)),
-    "api_key": ({"type": "str", "no_log": True}, ("K8S_AUTH_API_KEY",)),
-    "validate_certs": ({"type": "bool", "aliases": ["verify_ssl"]}, ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL")),
-    "ca_cert": ({"type": "path", "aliases": ["ssl_ca_cert"]}, ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT")),
-    "client_cert": ({"type": "path", "aliases": ["cert_file"]}, ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE")),
-    "client_key": ({"type": "path", "aliases": ["key_file"]}, ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE")),
-}
-AUTH_ARG_SPEC = {name: dict(spec) for name, (spec, _env) in AUTH_OPTIONS.items()}
 # Doc fragment k8s_auth.WRITES.
 WRITE_ARG_SPEC = {
     "concurrency": {"type": "int", "default": 8},

@@ -20,9 +20,18 @@ never through a link); the old file's mode and owner are set on its open descrip
 renamed over the directory entry, which replaces a link planted meanwhile instead of writing
 through it. Nothing is changed by path between the rename and the end but what the task's own
 ``owner``, ``group`` and ``mode`` ask for. Owner, group and mode are applied to the temporary
-file before the rename, so an invalid one fails with nothing replaced. A temporary file left by
-a run that was killed (``kill -9``) is removed by the next run: its name carries the writer's
-process id.
+file before the rename, so an invalid one fails with nothing replaced.
+
+Every write holds ``locked`` from its read to its rename (``ensure_file`` takes it, or checks that its
+caller holds it when it hands over the content it read): two runs never both edit one old file.
+
+A temporary file's name carries the writer's host and process id
+(``.topology.conf.aifactory-topology.<pid>@<host>.<random>``). A run killed mid-write (``kill -9``)
+leaves one; the next write removes it when it is this host's and that process is gone, or when it is
+older than ``STALE_TEMP_SECONDS`` (a day) whatever its host: on a directory several controllers share
+(NFS), a process id says nothing about another host's processes, and a write keeps its temporary
+file for minutes at most (``VALIDATE_TIMEOUT`` and the write), so a day is far beyond any live one and
+any clock skew between hosts.
 """
 
 from __future__ import annotations
@@ -31,9 +40,11 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import shlex
 import stat
 import tempfile
+import threading
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
@@ -43,6 +54,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.input_fil
 
 TEMP_MARK = ".aifactory-topology."
 LOCK_WAIT_SECONDS = 300.0
+STALE_TEMP_SECONDS = 24 * 3600.0  # another host's temporary file (or one without a host) is removed after this
 VALIDATE_TIMEOUT = 300.0  # slurmctld -t or a site's checker on a large file; then it is killed
 VALIDATE_MAX_OUTPUT = 16 * 1024 * 1024  # of a checker's messages
 
@@ -169,16 +181,39 @@ def read_own(dest, max_bytes):
         return None, f"is not UTF-8 text (byte {exc.start})"
 
 
+_held = threading.local()  # per thread: directory -> how many ``locked`` blocks hold it
+
+
+def _lock_directory(dest):
+    """The directory whose lock covers ``dest``: its target's, when ``dest`` is a link."""
+    return os.path.dirname(os.path.realpath(os.path.abspath(dest)))
+
+
+def holds_lock(dest):
+    """Whether this thread holds ``locked`` for ``dest``."""
+    return getattr(_held, "directories", {}).get(_lock_directory(dest), 0) > 0
+
+
 @contextlib.contextmanager
 def locked(dest, wait=None):
     """Hold an exclusive flock on ``dest``'s directory while reading, checking and renaming.
 
-    Two runs cannot then both pass the shrink guard against the same old file. The directory
-    is locked, not ``dest`` (a rename replaces that inode under a waiting run) nor a lock file
-    (it would stay beside ``dest``); other runs of this collection honour the lock.
+    Two runs cannot then both pass the shrink guard against the same old file, nor both edit it.
+    The directory is locked, not ``dest`` (a rename replaces that inode under a waiting run) nor a
+    lock file (it would stay beside ``dest``); other runs of this collection honour the lock. A
+    thread that holds it already enters again at once (``ensure_file`` inside a caller's block).
+    ``wait``: seconds to wait for it (``LOCK_WAIT_SECONDS``), then FileWriteError.
     """
+    held = _held.__dict__.setdefault("directories", {})
+    directory = _lock_directory(dest)
+    if held.get(directory):
+        held[directory] += 1
+        try:
+            yield
+        finally:
+            held[directory] -= 1
+        return
     wait = LOCK_WAIT_SECONDS if wait is None else wait
-    directory = os.path.dirname(os.path.abspath(dest))
     if not os.path.isdir(directory):
         raise FileWriteError(f"destination directory {directory} does not exist")
     try:
@@ -197,16 +232,36 @@ def locked(dest, wait=None):
                 if time.monotonic() > deadline:
                     raise FileWriteError(f"another run has held the lock on {directory} for {wait:g} s; "
                                          f"{dest} was not written") from None
-                time.sleep(0.05)
-        yield
+                time.sleep(0.05)  # polls the lock: flock cannot wait with a timeout
+        held[directory] = 1
+        try:
+            yield
+        finally:
+            held.pop(directory, None)
     finally:
         os.close(fd)
 
 
-def remove_stale_temp_files(dest):
-    """Remove temporary files of ``dest`` whose writer process is gone (killed mid-write)."""
+def _host():
+    """This host's name as a temporary file's name carries it (letters, digits, '.', '-'; others '_')."""
+    return re.sub(r"[^A-Za-z0-9.-]", "_", os.uname().nodename)[:64] or "_"
+
+
+def temp_prefix(name):
+    """The start of the name of a temporary file written for the file ``name`` by this process on this host."""
+    return f".{name}{TEMP_MARK}{os.getpid()}@{_host()}."
+
+
+def remove_stale_temp_files(dest, now=None):
+    """Remove the temporary files of ``dest`` no live writer holds (see the module's docstring).
+
+    This host's, whose process is gone; any, this host's or another's or one of a name without a host
+    (written before names carried it), older than ``STALE_TEMP_SECONDS``. ``now``: the time to age them by.
+    """
     directory, name = os.path.split(os.path.abspath(dest))
     prefix = f".{name}{TEMP_MARK}"
+    host = _host()
+    now = time.time() if now is None else now
     removed = []
     try:
         entries = os.listdir(directory)
@@ -215,12 +270,15 @@ def remove_stale_temp_files(dest):
     for entry in entries:
         if not entry.startswith(prefix):
             continue
-        pid_text = entry[len(prefix):].split(".", 1)[0]
-        if not pid_text.isdigit() or _alive(int(pid_text)):
-            continue
+        writer = entry[len(prefix):].rpartition(".")[0]  # mkstemp's random part has no '.'
+        pid_text, _at, writer_host = writer.partition("@")
         path = os.path.join(directory, entry)
         try:
-            if stat.S_ISREG(os.lstat(path).st_mode):
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            mine_and_dead = writer_host == host and pid_text.isdigit() and not _alive(int(pid_text))
+            if mine_and_dead or now - info.st_mtime > STALE_TEMP_SECONDS:
                 os.unlink(path)
                 removed.append(path)
         except OSError:
@@ -246,7 +304,21 @@ def ensure_file(module, dest, content, backup=False, validate=None, current=None
     ``current`` is the content already read (under ``locked``), or None to read it here.
     ``follow``: see ``resolve_dest``. ``withheld``: why the file at ``dest`` is replaced without being
     read or shown (``read_own``'s reason); the diff then has no before content.
+
+    Outside check mode all of it runs under ``locked(dest)``, so the file is read, compared and replaced
+    by one run at a time: taken here (the file is then read here, under it), or held already by the
+    caller that hands over ``current`` or ``withheld``, found under that same hold. Content handed over
+    without the lock held is a bug (another run may have replaced the file since): RuntimeError.
     """
+    if module.check_mode:
+        return _ensure(module, dest, content, backup, validate, current, follow, withheld)
+    if (current is not None or withheld is not None) and not holds_lock(dest):
+        raise RuntimeError(f"ensure_file: the content of {dest} was read without holding locked() on it")
+    with locked(dest):
+        return _ensure(module, dest, content, backup, validate, current, follow, withheld)
+
+
+def _ensure(module, dest, content, backup, validate, current, follow, withheld):
     target = resolve_dest(dest, follow)
     if withheld is not None:
         current = None
@@ -289,7 +361,7 @@ def _write(module, target, content, backup, validate, file_args, result, keep_at
         raise FileWriteError(f"destination directory {directory} does not exist")
     remove_stale_temp_files(target)
     try:
-        fd, tmp_path = tempfile.mkstemp(prefix=f".{name}{TEMP_MARK}{os.getpid()}.", dir=directory)
+        fd, tmp_path = tempfile.mkstemp(prefix=temp_prefix(name), dir=directory)
     except OSError as exc:
         raise FileWriteError(f"cannot write {target}: cannot create a temporary file in {directory}: "
                              f"{exc.strerror}") from None

@@ -2,9 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The shrink guard: a new Slurm topology file never silently drops the nodes the current one places.
 
-It reads the node sets of both files (topology.conf or topology.yaml, the latter even without
-PyYAML, as on minimal controllers) and refuses a change that loses too many. Whatever it cannot
-read fails closed: a current file that is not empty and yields no nodes is one it cannot read.
+It reads the node sets of both files (topology.conf, and topology.yaml through the collection's one
+YAML reader, ``_base/yaml.py``) and refuses a change that loses too many. Whatever it cannot read
+fails closed: a current file that is not empty and yields no nodes is one it cannot read, and so is
+a topology.yaml on a host without PyYAML (``force`` replaces it unchecked, with a warning).
 """
 
 from __future__ import annotations
@@ -122,99 +123,6 @@ def _is_topology_conf(text):
     return True
 
 
-# The reader for hosts without PyYAML: a tokenizer of the YAML a topology.yaml is written in, block
-# or flow style (JSON included). It reads keys and the ``nodes`` values; anything it cannot take
-# literally (a block scalar, an alias or tag as the value, a scalar over several lines, a directive)
-# raises, so that the guard fails closed instead of missing nodes.
-_PLAIN_START = r"""(?:[^\s\-?:,\[\]{}#&*!|>'"%@`]|[-?:](?=[^\s,\[\]{}]))"""
-_TOKEN = r"""
-    (?P<quoted>"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|'')*')
-  | (?P<space>[ \t\r]+|\#[^\n]*)
-  | (?P<newline>\n)
-  | (?P<flow>[\[\]{},])
-  | (?P<colon>:COLON_END)
-  | (?P<other>-(?=\s|$)|[&*!][^\s,\[\]{}]*)
-  | (?P<plain>START(?:[^\s:STOP]|:(?=[^\sSTOP])|[ \t]+(?=[^\s\#STOP]))*)
-"""
-# A plain scalar runs to the end of the line in block context and stops at a flow indicator in
-# flow context, where any colon after a quoted key is a value indicator (JSON's "key":value).
-_BLOCK_TOKEN, _FLOW_TOKEN = (
-    re.compile(_TOKEN.replace("START", _PLAIN_START).replace("COLON_END", colon_end).replace("STOP", stop), re.X)
-    for colon_end, stop in ((r"(?=\s|$)", ""), ("", r",\[\]{}")))
-_SCALARS = ("plain", "quoted")
-
-
-def _yaml_tokens(text):
-    """(kind, text, line) of every token but spaces and comments."""
-    tokens, depth, position, line = [], 0, 0, 1
-    while position < len(text):
-        match = (_FLOW_TOKEN if depth else _BLOCK_TOKEN).match(text, position)
-        if match is None:
-            shown = text[position:position + 20].split("\n", 1)[0]
-            raise TopologyError(f"line {line}: {clip(shown)} cannot be read without PyYAML")
-        kind, value = match.lastgroup, match.group()
-        position = match.end()
-        if kind == "newline":
-            line += 1
-        elif kind == "flow":
-            depth = max(0, depth + (value in "[{") - (value in "]}"))
-        if kind != "space":
-            tokens.append((kind, value.rstrip() if kind == "plain" else value, line))
-    return tokens
-
-
-def _scalar(kind, value, line):
-    if kind == "plain":
-        return value
-    if value[0] == "'":
-        return value[1:-1].replace("''", "'")
-    if "\\" in value:
-        raise TopologyError(f"line {line}: an escape sequence in {clip(value)} cannot be read without PyYAML")
-    return value[1:-1]
-
-
-def _is_key(tokens, index):
-    return tokens[index][0] in _SCALARS and index + 1 < len(tokens) and tokens[index + 1][0] == "colon"
-
-
-def _after_newlines(tokens, index):
-    """The index of the first token at or after ``index`` that is not a line break, and whether one was crossed."""
-    start = index
-    while index < len(tokens) and tokens[index][0] == "newline":
-        index += 1
-    return index, index > start
-
-
-def _nodes_value(tokens, index):
-    """The hostlist after the ``nodes:`` whose value starts at ``index``, or "" for a null value."""
-    index = _after_newlines(tokens, index)[0]
-    if index == len(tokens) or tokens[index][1] in (",", "}", "]") or _is_key(tokens, index):
-        return ""
-    kind, value, line = tokens[index]
-    if kind not in _SCALARS:
-        raise TopologyError(f"line {line}: nodes: {clip(value)} cannot be read without PyYAML")
-    following, crossed = _after_newlines(tokens, index + 1)
-    if crossed and following < len(tokens) and tokens[following][0] in _SCALARS and not _is_key(tokens, following):
-        raise TopologyError(f"line {line}: a nodes value over several lines cannot be read without PyYAML")
-    return _scalar(kind, value, line)
-
-
-def _yaml_nodes_without_pyyaml(text):
-    """(nodes, flat only) of a topology.yaml in block or flow style, for hosts without PyYAML."""
-    tokens = _yaml_tokens(text)
-    names, keys = set(), set()
-    for index, (kind, value, line) in enumerate(tokens):
-        if not _is_key(tokens, index):
-            continue
-        key = _scalar(kind, value, line)
-        keys.add(key)
-        if key == "nodes":
-            nodes = _nodes_value(tokens, index + 2)
-            if nodes:
-                names.update(hostlist.expand(nodes))
-    return names, "flat" in keys and not keys & {"tree", "block"}
-
-
 def nodes_in_file(text):
     """Node names that a topology.conf or topology.yaml text places, for the shrink guard."""
     return _read_nodes(text)[0]
@@ -224,9 +132,7 @@ def _read_nodes(text):
     """(node names, whether the text declares only flat topologies, which place no nodes)."""
     if _is_topology_conf(text):
         return _conf_nodes(text), False
-    if not _yaml.HAS_YAML:
-        return _yaml_nodes_without_pyyaml(text)
-    return _yaml_nodes(text)
+    return _yaml_nodes(text)  # without PyYAML, _yaml.PyYAMLMissing: a file the guard cannot read
 
 
 def _conf_nodes(text):

@@ -171,3 +171,18 @@ ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
 def test_a_document_the_builder_leaves_is_still_checked_to_its_end(before):
     with pytest.raises(_yaml.YAMLLimitError, match="aliases expand to more than 1000000 nodes"):
         _yaml.safe_load(before + ALIAS_BOMB)
+
+
+def test_without_pyyaml_every_read_raises_the_one_error_naming_pyyaml(monkeypatch, tmp_path):
+    """The one policy of a host without PyYAML: no reader guesses; each fails naming PyYAML (and the file)."""
+    from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import metrics
+
+    monkeypatch.setattr(_yaml, "HAS_YAML", False)
+    for read in (_yaml.safe_load, _yaml.check_limits, metrics._yaml_blocks):
+        with pytest.raises(_yaml.PyYAMLMissing, match=r"^reading YAML needs PyYAML, which the Python running"):
+            read("- block: {blocks: [{block: b1, nodes: n1}]}\n")
+    model = tmp_path / "model.yaml"
+    model.write_text("switches: {}\n")
+    with pytest.raises(input_file.InputFileError, match=rf"^model file '{model}': reading YAML needs PyYAML"):
+        input_file.read_yaml(str(model), "model file")
