@@ -18,8 +18,9 @@ Options: ``scontrol`` (the command, a list; default ``["scontrol"]``, e.g. ``["c
 ``interval`` (10), ``command_timeout`` (30), ``max_output`` (256 MiB of JSON), ``delay`` (15),
 ``max_wait`` (120), ``initial_sync`` (true: one event at start), ``stats_interval`` (300: a line
 with the counts). A node record that cannot be read is one bad message (counted, logged; a
-record without a name is skipped, a node whose state cannot be read is down); a poll that fails (scontrol fails, no JSON, more than ``max_output``) is logged and the
-next poll tries again; only the first poll, at start, ends the source.
+record without a name is skipped, a node whose state cannot be read is down); a poll that fails
+(scontrol fails, no JSON, more than ``max_output``) is logged and the next poll tries again; only
+the first poll, at start, ends the source.
 """
 
 from __future__ import annotations
