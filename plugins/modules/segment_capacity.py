@@ -15,7 +15,8 @@ description:
     the largest C(sbatch -N) Slurm accepts with each C(--segment) size, the job sizes it accepts without
     C(--segment), and the expected usable share of the cluster when nodes fail at a rate λ.
   - Node states come from C(scontrol show nodes --json) (O(scontrol_path)) or, for what-if planning,
-    from O(node_states). Nodes of the topology that Slurm does not list are counted as down, with a warning.
+    from O(node_states). Nodes of the topology that Slurm does not list are counted as down, with a warning;
+    so are nodes whose state in C(scontrol)'s output has a word the collection does not know (the warning names it).
   - The rules it follows are written out in docs/segment-capacity.md of the collection. The filter
     P(aifactory.topology.segment_report_html#filter) turns the result into a self-contained HTML report.
   - Read-only; it never changes anything.

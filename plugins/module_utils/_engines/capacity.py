@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Segment capacity: which job sizes Slurm's topology/block places now, and what failures cost.
 
-Pure functions of the block layout (``slurm.plan_blocks``) and the node states. The placement
+Pure functions of the block layout (``slurm.plan_blocks``) and the node states (read and classified
+by ``_base/slurm_states``, the collection's one reader of Slurm node states). The placement
 rules are those of Slurm 26.05's ``eval_nodes_block()`` for whole-node jobs of equal node weight;
 docs/segment-capacity.md states each rule and where it comes from.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist, slurm_states
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
-STATES = ("idle", "allocated", "drained", "down")
+STATES = slurm_states.CATEGORIES  # idle, allocated, drained, down
 # Slurm keeps block levels in a 16-bit map (MAX_BLOCK_LEVELS).
 MAX_BLOCK_LEVELS = 16
 DEFAULT_RATES = tuple(round(step * 0.005, 3) for step in range(21))  # 0 % .. 10 %
@@ -22,120 +23,28 @@ DEFAULT_MIN_SHARE = 0.9
 # Base-block steps spent re-running a stalled pass (see feasible_ranges); bounds the time per run.
 RETRY_BUDGET = 20_000_000
 
-# Slurm node state words (scontrol/sinfo names, lower case) -> what they mean for scheduling.
-# "base" states come first in Slurm's output; the others are flags added to them.
-_BASE_WORDS = {
-    "idle": "idle", "allocated": "allocated", "alloc": "allocated", "mixed": "allocated", "mix": "allocated",
-    "down": "down", "error": "down", "future": "down", "futr": "down", "unknown": "down", "unk": "down",
-}
-_FLAG_WORDS = {
-    # not schedulable until an administrator acts
-    "drain": "drained", "drained": "drained", "draining": "drained", "drng": "drained", "drain_pending": "drained",
-    "fail": "down", "failing": "down", "not_responding": "down", "no_respond": "down", "invalid_reg": "down",
-    "inval": "down", "invalid": "down", "reboot_issued": "down", "powering_down": "down", "powered_off": "down",
-    # busy until the work on the node ends
-    "completing": "allocated", "comp": "allocated",
-    # schedulable: Slurm powers cloud nodes up on demand; reservations are not modelled
-    "cloud": None, "powered_down": None, "power_down": None, "powering_up": None, "pow_up": None,
-    "planned": None, "plnd": None, "reserved": None, "resv": None, "maintenance": None, "maint": None,
-    "reboot_requested": None, "reboot": None, "dynamic_future": None, "dynamic_norm": None, "dyn": None,
-    "blocked": None, "power_drain": "drained", "resume": None, "undrain": None,
-}
-# sinfo's state suffixes: '*' = not responding; the others only describe power or reboot progress.
-_SUFFIX_WORDS = {"*": "down", "~": None, "#": None, "!": None, "%": "down", "$": None, "@": None, "^": "down",
-                 "-": None}
-_SUFFIX_CHARS = "".join(_SUFFIX_WORDS)
-_RANK = {"idle": 0, "allocated": 1, "drained": 2, "down": 3}
 
+def states_from_scontrol_json(text, warn=None):
+    """{node: class} from ``scontrol show nodes --json`` output, in Slurm's order (slurm_states.read_nodes).
 
-def classify_state(value, where):
-    """'idle', 'allocated', 'drained' or 'down' for a Slurm state (``IDLE+DRAIN``, ``down*``, or a list).
-
-    Anything else (not a string or list of strings, no word at all, a word Slurm does not print) is a
-    TopologyError naming ``where``: a state that cannot be read is never taken as idle.
+    A state word this collection does not know counts as down, and ``warn`` is told which.
     """
-    if isinstance(value, (list, tuple)):
-        words = list(value)
-    elif isinstance(value, str):
-        words = value.replace("|", "+").split("+")
-    else:
-        raise TopologyError(f"{where}: the state must be a string such as 'idle' or 'drain' (or a list of such "
-                            f"words), got {clip(value)}")
-    if not words:
-        raise TopologyError(f"{where}: the state is an empty list; Slurm always prints at least one word")
-    category = None
-    for index, raw in enumerate(words):
-        if not isinstance(raw, str) or not raw.strip():
-            raise TopologyError(f"{where}: state {clip(value)} has an empty or non-string word")
-        word = raw.strip().lower()
-        # All trailing suffix characters at once: one at a time is quadratic in a long suffix.
-        stem = word.rstrip(_SUFFIX_CHARS)
-        for suffix in set(word[len(stem):]):
-            category = _worse(category, _SUFFIX_WORDS[suffix])
-        if stem in _BASE_WORDS:
-            category = _worse(category, _BASE_WORDS[stem])
-        elif stem in _FLAG_WORDS:
-            # A flag alone ("drain") stands for an otherwise idle node.
-            category = _worse(category, _FLAG_WORDS[stem] or ("idle" if index == 0 else None))
-        else:
-            raise TopologyError(f"{where}: unknown Slurm node state {clip(raw)} in {clip(value)}")
-    return category or "idle"
-
-
-def _worse(current, new):
-    if new is None:
-        return current
-    if current is None:
-        return new
-    return new if _RANK[new] > _RANK[current] else current
-
-
-def scontrol_json_nodes(text, where="scontrol show nodes --json"):
-    """(name, entry) of every node of ``scontrol show nodes --json`` output (Slurm 23.02 and later), checked."""
-    import json  # pylint: disable=import-outside-toplevel
-
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise TopologyError(f"{where} did not print valid JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
-        raise TopologyError(f"{where}: the JSON has no 'nodes' list")
-    errors = data.get("errors") or []
-    if errors:
-        raise TopologyError(f"{where} reported errors: {errors}")
-    for index, entry in enumerate(data["nodes"]):
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not name:
-            raise TopologyError(f"{where}: nodes[{index}] has no name")
-        yield name, entry
-
-
-def states_from_scontrol_json(text, where="scontrol show nodes --json"):
-    """{node: category} from ``scontrol show nodes --json`` output (Slurm 23.02 and later)."""
-    states, seen = {}, {}
-    for name, entry in scontrol_json_nodes(text, where):
-        if "state" not in entry:
-            raise TopologyError(f"{where}: node {name} has no state")
-        state = entry["state"]
-        key = tuple(state) if isinstance(state, list) and all(isinstance(w, str) for w in state) else None
-        if key is None or key not in seen:
-            category = classify_state(state, f"{where}: node {name}")
-            if key is None:
-                states[name] = category
-                continue
-            seen[key] = category
-        states[name] = seen[key]
-    return states
+    nodes = slurm_states.read_nodes(text)
+    unknown = slurm_states.unknown_words_warning(nodes)
+    if unknown and warn is not None:
+        warn(unknown)
+    return {node.name: node.state.category for node in nodes}
 
 
 def states_from_option(node_states, known, where="node_states"):
-    """{node: category} from the ``node_states`` option; every node must be in the model."""
+    """{node: class} from the ``node_states`` option; every node must be in the model and every word one
+    Slurm prints (an operator's typo is an error naming the node, never a guess)."""
     if not isinstance(node_states, dict):
         raise TopologyError(f"{where} must be a mapping of node name to Slurm state")
     unknown = sorted((str(n) for n in node_states if n not in known), key=hostlist.natural_key)
     if unknown:
         raise TopologyError(f"{where}: {len(unknown)} nodes are not in the topology: {hostlist.compress(unknown)}")
-    return {node: classify_state(state, f"{where}.{node}") for node, state in node_states.items()}
+    return {node: slurm_states.classify(state, f"{where}.{node}").category for node, state in node_states.items()}
 
 
 # -- the block ladder ----------------------------------------------------------------------------

@@ -10,22 +10,20 @@ administrator set (any other reason) is never lifted, and such a node is not dra
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.capacity import scontrol_json_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist, slurm_states
 
 # Fixed text, never the quarantine reason: what a host reported must not reach slurmctld's state.
 DRAIN_REASON = "aifactory.topology unhealthy, quarantined from the topology"
 
 
-def drained_nodes(text, where="scontrol show nodes --json"):
-    """({node: reason} of every node Slurm shows with the DRAIN flag, every node name), from scontrol's JSON."""
+def drained_nodes(text):
+    """({node: reason} of every node Slurm shows with the DRAIN flag, every node name), from scontrol's JSON
+    as slurm_states.read_nodes reads it."""
     drained, known = {}, set()
-    for name, entry in scontrol_json_nodes(text, where):
-        known.add(name)
-        state = entry.get("state")
-        flags = {word.upper() for word in state if isinstance(word, str)} if isinstance(state, list) else set()
-        if "DRAIN" in flags:
-            drained[name] = entry.get("reason") if isinstance(entry.get("reason"), str) else ""
+    for node in slurm_states.read_nodes(text):
+        known.add(node.name)
+        if "DRAIN" in node.state.words:
+            drained[node.name] = node.reason
     return drained, known
 
 

@@ -31,6 +31,7 @@ import threading
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
+from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_states as _slurm_states
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
     RemoteAPIError,
@@ -46,7 +47,7 @@ DEFAULT_MAX_WAIT = 120.0
 MAX_CHANGES_KEPT = 500  # an event stays small however large the burst; ``count`` says how many there were
 # ansible-rulebook adds this argument itself when it runs under an EDA controller.
 RULEBOOK_ARGS = {"eda_feedback_queue"}
-MAX_NAME_LENGTH = 253  # Kubernetes object names and Slurm node names: a DNS subdomain at most
+MAX_NAME_LENGTH = _slurm_states.MAX_NODE_NAME  # Kubernetes object and Slurm node names: a DNS name at most
 LOGGED_BAD_MESSAGES = 5  # per summary period; a flood of garbage is counted, not logged line by line
 STATS_INTERVAL = 300.0
 
@@ -126,8 +127,9 @@ class SourceStats:
     """What one part of a source (a watch, a poller) did, for its log lines. Thread-safe.
 
     ``count(what)`` counts; ``bad(message)`` counts a BadMessage by its reason and logs it
-    clipped, only the first LOGGED_BAD_MESSAGES of each summary period; ``summary()`` puts every
-    count in one line and starts the next period.
+    clipped, only the first LOGGED_BAD_MESSAGES of each summary period; ``note(message)`` logs a
+    message once while it stays the same; ``summary()`` puts every count in one line and starts the
+    next period.
     """
 
     def __init__(self, name, log):
@@ -136,6 +138,7 @@ class SourceStats:
         self.counts = collections.Counter()
         self.bad_messages = collections.Counter()
         self._logged = 0
+        self._noted = None
         self._lock = threading.Lock()
 
     def count(self, what, number=1):
@@ -151,6 +154,14 @@ class SourceStats:
             sample = "" if message.sample is None else f": {clip(_as_text(message.sample), 120)}"
             more = "; more in this period are only counted" if logged == LOGGED_BAD_MESSAGES else ""
             self.log(f"{self.name}: skipped a bad message ({message.reason}){sample}{more}")
+
+    def note(self, message):
+        """Log ``message`` unless it is the one noted last: a condition that lasts is said once, not every poll."""
+        with self._lock:
+            if message == self._noted:
+                return
+            self._noted = message
+        self.log(f"{self.name}: {message}")
 
     def snapshot(self):
         with self._lock:
@@ -365,44 +376,32 @@ def state_diff(kind, before, after):
 
 # -- Slurm: node states as `scontrol show nodes --json` reports them -----------------------------
 
-# A node's state for the topology: down and drained nodes leave the usable map, everything else
-# (idle, allocated, mixed, powered down and up, completing...) is "up" and never an event.
-def slurm_availability(states):
-    flags = {str(state).upper() for state in states or []}
-    if flags & {"DOWN", "NOT_RESPONDING", "FAIL", "FUTURE"}:
-        return "down"
-    if flags & {"DRAIN", "DRAINED", "DRAINING"}:
-        return "drain"
-    return "up"
+# A node's availability for the topology, from its class (_base/slurm_states, the collection's one
+# reader of Slurm node states): drained and down nodes leave the usable map; idle and allocated ones
+# (mixed, completing, powered down, reserved...) are "up", and moving between them is never an event.
+AVAILABILITY = {
+    _slurm_states.IDLE: "up",
+    _slurm_states.ALLOCATED: "up",
+    _slurm_states.DRAINED: "drain",
+    _slurm_states.DOWN: "down",
+}
 
 
-def slurm_nodes(document, bad=None):
-    """name -> availability from the JSON of ``scontrol show nodes --json``.
+def slurm_nodes(output, bad=None, where=_slurm_states.SCONTROL, unknown=None):
+    """name -> availability from ``scontrol show nodes --json`` (its text, bytes or parsed document).
 
     Output that is not a node list, or that reports errors, is a RemoteAPIError (the whole poll
-    failed). One node record that cannot be read (no name, not an object) is one BadMessage,
-    handed to ``bad`` and skipped (raised when ``bad`` is None); the other nodes count.
+    failed). One node record that cannot be read is one BadMessage, handed to ``bad``: a record
+    without a usable name is skipped, a named node whose state cannot be read is down (raised when
+    ``bad`` is None). State words the collection does not know make their node down; ``unknown``,
+    when given, is called with a message naming them.
     """
-    if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
-        raise RemoteAPIError("scontrol show nodes --json: no 'nodes' list in the output")
-    errors = document.get("errors") or []
-    if errors:
-        errors = errors[:3] if isinstance(errors, list) else [errors]
-        messages = "; ".join(str(e.get("description") or e.get("error") or e)[:200] for e in errors
-                             if isinstance(e, dict)) or clip(errors, 200)
-        raise RemoteAPIError(f"scontrol show nodes --json reported errors: {messages}")
-    result = {}
-    for node in document["nodes"]:
-        try:
-            name = checked_name(mapping(node, "a node record").get("name"), "a node record's name")
-        except BadMessage as exc:
-            if bad is None:
-                raise
-            bad(exc)
-            continue
-        state = node.get("state")
-        result[name] = slurm_availability(state if isinstance(state, list) else [state])
-    return result
+    report = None if bad is None else (lambda reason, sample: bad(BadMessage(reason, sample)))
+    nodes = _slurm_states.read_nodes(output, where, report)
+    message = _slurm_states.unknown_words_warning(nodes)
+    if message and unknown is not None:
+        unknown(message)
+    return {node.name: AVAILABILITY[node.state.category] for node in nodes}
 
 
 def slurm_changes(before, after):

@@ -62,7 +62,7 @@ def analyse(topology, params, read_scontrol_json, warn):
         states = capacity.states_from_option(node_states, topology.nodes)
         source, node_index = "node_states", None
     else:
-        states = capacity.states_from_scontrol_json(read_scontrol_json())
+        states = capacity.states_from_scontrol_json(read_scontrol_json(), warn)
         node_index = {node: index for index, node in enumerate(states)}  # Slurm lists its node table in order
         missing = sorted(block_nodes - set(states), key=hostlist.natural_key)
         if missing:

@@ -394,15 +394,16 @@ def test_bad_scontrol_node_records_are_one_bad_message_each(tmp_path):
                         {"name": "n" * 300}, {"name": ["c"]}, {"name": "d", "state": {"odd": 1}})
     logged = []
     stats = _eda.SourceStats("scontrol poll", logged.append)
-    assert asyncio.run(slurm_nodes.poll(slurm_args(scontrol(tmp_path, output)), stats)) == {"a": "up", "d": "up"}
-    assert stats.bad_messages == {"a node record is not an object": 1, "a node record's name is not a name of "
-                                  "1-253 characters": 5}
+    # A node whose state cannot be read is never taken as up (issue 32): down, and one bad message.
+    assert asyncio.run(slurm_nodes.poll(slurm_args(scontrol(tmp_path, output)), stats)) == {"a": "up", "d": "down"}
+    assert stats.bad_messages == {"a node record is not an object": 2, "a node record's name is not a name of "
+                                  "1-253 characters": 4, "a node record's state is not a list of Slurm state words": 1}
     assert len(logged) == _eda.LOGGED_BAD_MESSAGES and all(len(line) < 400 for line in logged)
 
 
 @pytest.mark.parametrize("output, message", [
-    (b"[" * 100_000 + b"]" * 100_000, r"printed no JSON \(or JSON nested too deeply\)"),
-    (b"\xff\xfe garbage", "printed no JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, r"scontrol show nodes --json did not print valid JSON: nested too deeply$"),
+    (b"\xff\xfe garbage", "scontrol show nodes --json did not print valid JSON: "),
     (json.dumps({"nodes": [], "errors": {"description": "x" * 10_000}}).encode(), r"reported errors: .{1,260}$"),
     (b'{"nodes": "all of them"}', "no 'nodes' list"),
 ], ids=["deep-json", "garbage", "errors-not-a-list", "nodes-not-a-list"])
@@ -458,7 +459,7 @@ def test_the_slurm_source_keeps_polling_through_bad_output_and_says_what_it_skip
             "scontrol": command, "interval": 0.01, "delay": 0.01, "max_wait": 0.01, "initial_sync": False})
     assert [(c["name"], c["change"]) for c in events[0]["changes"]] == [("a", "down")]
     text = caplog.text
-    assert text.count("printed no JSON") == 1 and text.count("skipped a bad message") >= 1
+    assert text.count("did not print valid JSON") == 1 and text.count("skipped a bad message") >= 1
     assert "ending; scontrol poll: 1 failed polls" in text and "bad messages (" in text
 
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_states
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity
 from ansible_collections.aifactory.topology.plugins.plugin_utils import segment_report
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
@@ -24,8 +25,8 @@ from ansible_collections.aifactory.topology.plugins.modules import segment_capac
 from ..plugins.modules.module_runner import run_module
 
 MAX_MESSAGE = 600
-KNOWN_WORDS = sorted(set(capacity._BASE_WORDS) | set(capacity._FLAG_WORDS))
-SUFFIXES = "".join(capacity._SUFFIX_WORDS)
+KNOWN_WORDS = sorted(spelling.lower() for entry in slurm_states.WORDS for spelling in (entry.word, *entry.aliases))
+SUFFIXES = "".join(slurm_states.SUFFIXES)
 RACKS = {"name": "inventory", "params": {"domains": [{"name": "r1", "nodes": "a[1-4]"}]}}
 BASE = {"provider": RACKS, "block_sizes": [4]}
 
@@ -61,10 +62,10 @@ STATE_VALUES = st.one_of(
 @settings(max_examples=400, deadline=None)
 def test_a_state_is_classified_only_when_every_word_is_one_slurm_prints(value):
     if _readable(value):
-        assert capacity.classify_state(value, "node_states.n7") in capacity.STATES
+        assert slurm_states.classify(value, "node_states.n7").category in capacity.STATES
         return
     with pytest.raises(TopologyError) as info:
-        capacity.classify_state(value, "node_states.n7")
+        slurm_states.classify(value, "node_states.n7")
     assert str(info.value).startswith("node_states.n7: ") and len(str(info.value)) < MAX_MESSAGE
 
 
@@ -73,9 +74,9 @@ def test_a_long_suffix_is_read_in_one_pass(suffix, expected):
     # Stripping one character at a time copies the word once per character: at a million characters
     # that alone does not finish in a test run. The message quotes only the start of the value.
     value = "idle" + suffix * (1_000_000 // len(suffix))
-    assert capacity.classify_state(value, "n1") == expected
+    assert slurm_states.classify(value, "n1").category == expected
     with pytest.raises(TopologyError) as info:
-        capacity.classify_state(value + "x", "n1")
+        slurm_states.classify(value + "x", "n1")
     assert len(str(info.value)) < MAX_MESSAGE
 
 

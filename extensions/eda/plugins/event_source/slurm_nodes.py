@@ -3,24 +3,29 @@
 """aifactory.topology.slurm_nodes: Slurm node state changes (new, removed, down, drain, up, resume).
 
 Polls ``scontrol show nodes --json`` every ``interval`` seconds and compares each node's
-availability (down / drain / up) with the previous poll. Jobs starting and ending (idle,
-allocated, mixed), power saving and other flags never make an event. Changes are debounced
-(``delay``, ``max_wait``): a burst becomes one event ``{"topology_change": {...}}``. Why polling
-and not ``strigger``: docs/event-driven.md.
+availability (down / drain / up) with the previous poll. The availability comes from the
+collection's one reader of Slurm node states (``_base/slurm_states``, the table in
+docs/segment-capacity.md): every state that takes a node out of service (DOWN, ERROR, UNKNOWN,
+FAIL, NOT_RESPONDING, INVALID_REG, REBOOT_ISSUED, POWERING_DOWN, DRAIN, POWER_DRAIN, ...) makes an
+event, and so does its return; a word the collection does not know counts as down and is named in
+the log. Jobs starting and ending (idle, allocated, mixed) and flags that keep a node in service
+(powered down, reserved, ...) never make an event. Changes are debounced (``delay``,
+``max_wait``): a burst becomes one event ``{"topology_change": {...}}``. Why polling and not
+``strigger``: docs/event-driven.md.
 
 Options: ``scontrol`` (the command, a list; default ``["scontrol"]``, e.g. ``["chroot", "/srv/root",
 "scontrol"]`` or ``["ssh", "ctl", "scontrol"]``), ``slurm_conf`` (sets ``SLURM_CONF``),
 ``interval`` (10), ``command_timeout`` (30), ``max_output`` (256 MiB of JSON), ``delay`` (15),
 ``max_wait`` (120), ``initial_sync`` (true: one event at start), ``stats_interval`` (300: a line
-with the counts). A node record that cannot be read is one bad message (counted, logged,
-skipped); a poll that fails (scontrol fails, no JSON, more than ``max_output``) is logged and the
-next poll tries again; only the first poll, at start, ends the source.
+with the counts). A node record that cannot be read is one bad message (counted, logged; a
+record without a name is skipped, a node whose state cannot be read is down); a poll that fails
+(scontrol fails, no JSON, more than ``max_output``) is logged and the next poll tries again; only
+the first poll, at start, ends the source.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -50,7 +55,8 @@ SPEC = dict(
 async def poll(args, stats=None):
     """name -> availability, from one ``scontrol show nodes --json``; RemoteAPIError on any failure.
 
-    A node record that cannot be read is a BadMessage for ``stats`` (skipped), or an error without it.
+    A node record that cannot be read is a BadMessage for ``stats``, or an error without it; state
+    words the collection does not know are logged once through ``stats.note``.
     The command runs as every command of the collection does (_command): in a session of its own,
     killed with every process it started at ``command_timeout`` (an ``ssh ctl scontrol`` whose
     remote end hangs, a wrapper's child holding the pipes) or beyond ``max_output`` bytes.
@@ -66,12 +72,8 @@ async def poll(args, stats=None):
         tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
         raise _eda.RemoteAPIError(f"{SOURCE}: {_command.describe(command)} failed (exit {returncode}): "
                                   + " / ".join(line[:200] for line in tail))
-    try:
-        document = json.loads(out)
-    except (ValueError, RecursionError):
-        raise _eda.RemoteAPIError(f"{SOURCE}: {_command.describe(command)} printed no JSON "
-                                  "(or JSON nested too deeply)") from None
-    return _eda.slurm_nodes(document, stats.bad if stats else None)
+    return _eda.slurm_nodes(out, stats.bad if stats else None, f"{SOURCE}: {_command.describe(command)}",
+                            stats.note if stats else None)
 
 
 async def main(queue, args):

@@ -201,6 +201,20 @@ def test_slurm_states_and_changes():
         _eda.slurm_nodes({"nodes": [], "errors": [{"description": "Unable to contact slurmctld"}]})
 
 
+def test_a_slurm_state_word_the_collection_does_not_know_is_down_and_said_once_while_it_lasts():
+    logged = []
+    stats = _eda.SourceStats("scontrol poll", logged.append)
+    document = {"nodes": [{"name": "a", "state": ["IDLE", "HIBERNATING"]}, {"name": "b", "state": ["IDLE"]}],
+                "errors": []}
+    for _poll in range(3):
+        assert _eda.slurm_nodes(document, stats.bad, unknown=stats.note) == {"a": "down", "b": "up"}
+    assert logged == ["scontrol poll: scontrol show nodes --json: Slurm node state words this collection does not "
+                      "know, their nodes counted as down: 'HIBERNATING' (a)"]
+    stats.note("something else")
+    stats.note("something else")
+    assert logged[1:] == ["scontrol poll: something else"]
+
+
 SOURCES = ("k8s_nodes", "regenerate", "slurm_nodes")
 
 

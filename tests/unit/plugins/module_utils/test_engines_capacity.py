@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
 
@@ -201,33 +202,25 @@ def test_expected_fractions_edges_and_monotony():
     assert fractions[16][2] > fractions[9][2]
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("idle", "idle"), ("IDLE", "idle"), ("alloc", "allocated"), ("mixed", "allocated"), ("drain", "drained"),
-    ("idle+drain", "drained"), ("drained", "drained"), ("draining", "drained"), ("down*", "down"),
-    ("idle*", "down"), ("idle~", "idle"), ("down+drain", "down"), ("future", "down"), ("fail", "down"),
-    (["IDLE", "CLOUD", "POWERED_DOWN"], "idle"), (["IDLE", "CLOUD", "DRAIN", "POWERED_DOWN"], "drained"),
-    (["ALLOCATED", "COMPLETING"], "allocated"), (["DOWN", "NOT_RESPONDING"], "down"), ("maint", "idle"),
-])
-def test_classify_state(value, expected):
-    assert capacity.classify_state(value, "n1") == expected
-
-
-@pytest.mark.parametrize("value", ["sleepy", "", "idle+", 3, None, ["IDLE", 4]])
-def test_classify_state_rejects_unknown_words_naming_the_node(value):
-    with pytest.raises(TopologyError, match="n7"):
-        capacity.classify_state(value, "node_states.n7")
-
-
-def test_scontrol_json_parsing_and_its_errors():
-    text = json.dumps({"nodes": [{"name": "a1", "state": ["IDLE", "DRAIN"]}, {"name": "a2", "state": ["MIXED"]}],
-                       "errors": []})
-    assert capacity.states_from_scontrol_json(text) == {"a1": "drained", "a2": "allocated"}
+def test_states_come_from_the_one_reader_of_slurm_states():
+    # The words and the reader are tested in test_slurm_states.py; here: what capacity makes of them.
+    text = json.dumps({"nodes": [{"name": "a1", "state": ["IDLE", "DRAIN"]}, {"name": "a2", "state": ["MIXED"]},
+                                 {"name": "a3", "state": ["IDLE", "SLEEPY"]}], "errors": []})
+    warnings = []
+    assert capacity.states_from_scontrol_json(text, warnings.append) == {"a1": "drained", "a2": "allocated",
+                                                                         "a3": "down"}
+    assert warnings == ["scontrol show nodes --json: Slurm node state words this collection does not know, their "
+                        "nodes counted as down: 'SLEEPY' (a3)"]
     for bad, words in [("{not json", "valid JSON"), ("[]", "no 'nodes'"), ('{"nodes": [{"state": []}]}', "no name"),
                        ('{"nodes": [{"name": "x"}]}', "x has no state"),
-                       ('{"nodes": [], "errors": [{"error": "boom"}]}', "boom"),
-                       ('{"nodes": [{"name": "x", "state": ["WEIRD"]}]}', "WEIRD")]:
-        with pytest.raises(TopologyError, match=words):
+                       ('{"nodes": [], "errors": [{"error": "boom"}]}', "boom")]:
+        with pytest.raises(RemoteAPIError, match=words):
             capacity.states_from_scontrol_json(bad)
+    # The operator's own node_states: a word Slurm does not print is a typo, an error naming the node.
+    known = {"a1": None, "a2": None}
+    assert capacity.states_from_option({"a1": "down*", "a2": "idle+drain"}, known) == {"a1": "down", "a2": "drained"}
+    with pytest.raises(TopologyError, match=r"node_states\.a2: unknown Slurm node state 'sleepy'"):
+        capacity.states_from_option({"a1": "idle", "a2": "sleepy"}, known)
 
 
 def _example_blocks():
