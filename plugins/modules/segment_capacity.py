@@ -130,6 +130,17 @@ summary:
       description: The warnings this run emitted (also shown as Ansible warnings).
       type: list
       elements: str
+    racks:
+      description:
+        - The racks the hardware names (nvidia-smi's platform fields, NMX's C(LocationInfo)), one per NVLink domain and
+          chassis serial number, the first 1000; only when the topology knows where its trays are.
+        - Each has C(rack) (C(<domain> (chassis <serial>))), C(domain), C(chassis_serial_number), C(trays) (its nodes in
+          physical order), C(schedulable) (how many are not quarantined), and where they apply C(quarantined) (its
+          quarantined nodes), C(expected_trays) and C(missing_trays) (how many trays report nothing).
+      type: list
+      elements: dict
+      returned: when the topology knows where its trays are
+      version_added: 0.2.0
 state_source:
   description: V(scontrol) or V(node_states).
   returned: success

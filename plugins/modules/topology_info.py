@@ -98,6 +98,17 @@ summary:
       type: list
       elements: str
       version_added: 0.2.0
+    racks:
+      description:
+        - The racks the hardware names (nvidia-smi's platform fields, NMX's C(LocationInfo)), one per NVLink domain and
+          chassis serial number, the first 1000; only when the topology knows where its trays are.
+        - Each has C(rack) (C(<domain> (chassis <serial>))), C(domain), C(chassis_serial_number), C(trays) (its nodes in
+          physical order), C(schedulable) (how many are not quarantined), and where they apply C(quarantined) (its
+          quarantined nodes), C(expected_trays) and C(missing_trays) (how many trays report nothing).
+      type: list
+      elements: dict
+      returned: when the topology knows where its trays are
+      version_added: 0.2.0
 """
 
 from ansible.module_utils.basic import AnsibleModule

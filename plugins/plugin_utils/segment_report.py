@@ -352,6 +352,17 @@ def page(result, title, racks, curves, tree):
                   if quarantined else "")
     quarantine_table = ('<h2>Quarantined nodes</h2><table id="quarantined"><tr><th>node</th><th>kind</th>'
                         f"<th>source</th><th>reason</th></tr>\n{quarantine_rows}\n</table>" if quarantined else "")
+    hardware = summary.get("racks") or []
+    hardware_rows = "\n".join(
+        "<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in (
+            rack.get("rack"), f"{rack.get('schedulable')} of {rack.get('expected_trays', len(rack.get('trays', [])))}",
+            ", ".join(map(str, rack.get("trays", []))), ", ".join(map(str, rack.get("quarantined", []))),
+            rack.get("missing_trays", 0))) + "</tr>"
+        for rack in hardware[:MAX_TREE_BLOCKS])
+    hardware_table = ('<h2>Racks by hardware</h2><p>Named by NVLink domain and chassis serial number, trays in '
+                      'physical order.</p><table id="hardware-racks"><tr><th>rack</th><th>schedulable trays</th>'
+                      f"<th>trays</th><th>quarantined</th><th>missing</th></tr>\n{hardware_rows}\n</table>"
+                      if hardware else "")
     not_drawn = (f"<p>The rack map is drawn for up to {MAX_RACK_MAP_ROWS} nodes per block and "
                  f"{MAX_RACK_MAP_CELLS} cells.</p>")
     return f"""<!DOCTYPE html>
@@ -378,6 +389,7 @@ today's unavailability λ = {_percent(expected['observed_rate'], 2)}; states fro
 {rows}
 </table>
 <figure id="rack-map">{racks or not_drawn}{quarantine}</figure>
+{hardware_table}
 <figure id="curves">{curves}</figure>
 <figure id="fabric">{tree or f'<p>The fabric tree is drawn for up to {MAX_TREE_BLOCKS} blocks.</p>'}</figure>
 <h2>Blocks that are not fully idle</h2>

@@ -44,6 +44,8 @@ def run(module):
             result = analyse(topology, params, read_scontrol_json, warn)
             result["quarantined"] = topology.quarantine_report()
             result["summary"]["quarantined"] = len(topology.quarantined)
+            if topology.locations:  # the racks the hardware names, for the report's rack map
+                result["summary"]["racks"] = topology.summary()["racks"]
     finally:
         gc.enable()
     result["summary"]["warnings"] = warnings

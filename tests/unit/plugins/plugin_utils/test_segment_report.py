@@ -26,3 +26,16 @@ def test_bad_input_and_missing_matplotlib_are_clear(monkeypatch, segment_capacit
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(AnsibleFilterError, match="needs the Python package matplotlib"):
         segment_report_html(segment_capacity_result())
+
+
+def test_the_racks_the_hardware_names_are_listed_with_their_trays(segment_capacity_result):
+    result = segment_capacity_result()
+    assert "hardware-racks" not in segment_report.render(result, "Cap")
+    result["summary"]["racks"] = [{"rack": "uuid.7 (chassis 1821124000123)", "schedulable": 3, "expected_trays": 4,
+                                   "trays": ["r1n1", "r1n2", "r1n3", "r1n4"], "quarantined": ["r1n4"],
+                                   "missing_trays": 0},
+                                  {"rack": "<b>.7 (chassis x)", "schedulable": 2, "trays": ["r3n1", "r3n2"]}]
+    page = segment_report.render(result, "Cap")
+    table = page.split('<table id="hardware-racks">')[1].split("</table>")[0]
+    assert "<td>uuid.7 (chassis 1821124000123)</td><td>3 of 4</td><td>r1n1, r1n2, r1n3, r1n4</td><td>r1n4</td>" in table
+    assert "&lt;b&gt;.7" in table and "<td>2 of 2</td>" in table  # a rack name from a host is escaped
