@@ -122,8 +122,13 @@ def _resolve_chain(core, params):
                              f"within {budget:g} s") from None
     except botocore.exceptions.BotoCoreError as exc:  # a broken profile, web identity or process source
         raise RemoteAPIError(f"boto3's credential chain failed: {exc.__class__.__name__}") from None
-    except botocore.exceptions.ClientError as exc:  # STS refused (web identity, assume role)
-        raise _client_error(exc, "STS (boto3's credential chain)") from None
+    except botocore.exceptions.ClientError as exc:  # STS refused or failed (web identity, assume role)
+        error = _client_error(exc, "STS (boto3's credential chain)")
+        if isinstance(error, RetryableError):  # botocore's own retries for STS are spent
+            error = RemoteAPIError(f"STS (boto3's credential chain): {error.reason}")
+        raise error from None
+    except HttpError as exc:  # the bounded session's refusal: too large, a redirect to another host, the deadline
+        raise HttpError(f"boto3's credential chain: {exc}", exc.status) from None
     if frozen is not None:
         _secrets.register(frozen.access_key, frozen.secret_key, frozen.token)
         return

@@ -238,6 +238,8 @@ def _federate(oci, params, federation, what):
             return call_within(federation.refresh_security_token, budget)
         except TimeoutError:
             raise RetryableError(f"no complete response within {budget:g} s") from None
+        except HttpError as exc:  # the bounded session's refusal: too large, a redirect to another host, the deadline
+            raise RemoteAPIError(f"oci creds (instance_principal): the federation endpoint: {exc}", exc.status) from None
         except oci.exceptions.ServiceError as exc:
             if exc.status == 429 or exc.status >= 500:
                 raise RetryableError(f"HTTP {exc.status}", retry_after_seconds((exc.headers or {}).get("Retry-After"))) \
