@@ -52,10 +52,6 @@ def scope():
             _state["forms"] = previous
 
 
-def active():
-    return _state["forms"] is not None
-
-
 def register(*values):
     """Remember ``values`` (strings or bytes; others are ignored) as secrets of the scope in progress."""
     forms = set()
