@@ -11,7 +11,8 @@ A secret is registered where it becomes known, whatever its source:
   (the provider registers it the moment it has it).
 
 ``scrub(text)`` replaces each secret, and its common encodings (URL-encoded, JSON-escaped, Python-quoted,
-HTML-escaped, base64, its UTF-8 bytes read as ISO-8859-1, and each line of a multi-line value such as a PEM key), with ``MASK``.
+HTML-escaped, base64, its UTF-8 bytes read as ISO-8859-1, and each line of a multi-line value such as a
+PEM key), with ``MASK``.
 ``_providers.discover`` scrubs every warning and the error a provider raises before it leaves the
 provider; ``excerpt`` scrubs text a server sent before it is clipped into a message (a secret cut in two
 by the clip could not be recognised afterwards).

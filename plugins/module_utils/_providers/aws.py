@@ -239,8 +239,8 @@ def _client_error(exc, what):
     hint = " (the caller needs the IAM permission ec2:DescribeInstanceTopology)" if code in (
         "UnauthorizedOperation", "AccessDenied", "AccessDeniedException") else ""
     # The message may echo the request (its X-Amz-Security-Token): scrubbed of the run's secrets, clipped.
-    return RemoteAPIError(f"{what}: HTTP {status} {_secrets.excerpt(code, 100)}: {_secrets.excerpt(error.get('Message', ''))}{hint}",
-                          status)
+    message = _secrets.excerpt(error.get("Message", ""))
+    return RemoteAPIError(f"{what}: HTTP {status} {_secrets.excerpt(code, 100)}: {message}{hint}", status)
 
 
 def _place(placed, item, region):

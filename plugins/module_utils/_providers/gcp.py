@@ -14,11 +14,12 @@ gcloud's application default credentials file (a service-account key, workload i
 federation's ``external_account``, an ``authorized_user``...); else the metadata server's token
 (``GCE_METADATA_HOST`` moves it), fetched through the collection's HTTP client (a credential-sized body,
 params.timeout, the deadline) and checked (``access_token`` a usable string, ``expires_in`` a positive
-number). google-auth's token requests (token_uri, STS, the metadata server for a federation source) go
-through a bounded session: MAX_CREDENTIAL_BYTES, the attempt's time and the deadline, and never a redirect
-to another host (a token_uri answering 307 would re-post the signed assertion there). The Compute API is called through google-auth's
-``AuthorizedSession`` (which refreshes an expiring token) inside the collection's HTTP client
-(its retries, timeouts and deadline). The project: ``params.project_id``, else
+number). google-auth's token requests (token_uri, STS, the metadata server for a federation source)
+go through a bounded session: MAX_CREDENTIAL_BYTES, the attempt's time and the deadline, and never a
+redirect to another host (a token_uri answering 307 would re-post the signed assertion there). With a
+credentials document the Compute API is called through google-auth's ``AuthorizedSession`` (which
+refreshes an expiring token) inside the collection's HTTP client (its retries, timeouts and deadline);
+a fixed token (creds, the environment, the metadata server) is sent as a header. The project: ``params.project_id``, else
 ``GOOGLE_CLOUD_PROJECT``/``CLOUDSDK_CORE_PROJECT``, else the credentials document's
 ``project_id``, else the metadata server, as Topograph.
 """
