@@ -91,7 +91,7 @@ def _page(client, path, size, token):
     body = client.json("GET", path, params=query)
     where = f"GET {path}"
     if not isinstance(body, dict):
-        raise RemoteAPIError(f"{where}: expected an InstanceList object, got {str(body)[:100]}")
+        raise RemoteAPIError(f"{where}: expected an InstanceList object, got {_secrets.excerpt(str(body), 100)}")
     items = body.get("items", [])  # Google omits an empty list
     if not isinstance(items, list):
         raise RemoteAPIError(f"{where}: items is not a list")
@@ -101,7 +101,7 @@ def _page(client, path, size, token):
 def _place(placed, item, zone):
     raw_id = item.get("id") if isinstance(item, dict) else None
     if raw_id in (None, "") or isinstance(raw_id, (bool, dict, list)):
-        raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {str(item)[:200]}")
+        raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {_secrets.excerpt(str(item))}")
     instance_id = str(raw_id)  # only to find the node a number would name: the record is refused below
     with placed.instance(instance_id):
         if not isinstance(raw_id, str):

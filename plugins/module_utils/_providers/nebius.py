@@ -183,7 +183,7 @@ def _page(service, params, project, size, page):
                 raise RetryableError(f"gRPC {name}", _pushback(request)) from None
             hint = " (the caller needs a role that allows compute.instance.list, e.g. viewer)" if name in (
                 "UNAUTHENTICATED", "PERMISSION_DENIED") else ""
-            raise RemoteAPIError(f"{what}: gRPC {name}: {_secrets.excerpt(details, 300)}{hint}", name) from None
+            raise RemoteAPIError(f"{what}: gRPC {name}: {details}{hint}", name) from None
         except Exception as exc:  # pylint: disable=broad-exception-caught  # the SDK's token and decode errors
             raise RemoteAPIError(f"{what}: {_sdk_problem(exc)}") from None
 
@@ -228,7 +228,7 @@ def _status(error):
     status = getattr(error, "status", None)
     code = getattr(status, "code", None)
     name = getattr(code, "name", None) or "UNKNOWN"
-    return name, str(getattr(status, "message", "") or "")[:300]
+    return name, _secrets.excerpt(str(getattr(status, "message", "") or ""), 300)
 
 
 def _sdk_problem(error):
