@@ -36,7 +36,7 @@ from tests.hostile_campaign import (  # noqa: E402  # pylint: disable=wrong-impo
 
 CLASSES = ["simulation and compact models", "inventory variables", "ibnetdiscover text",
            "options and destinations", "kill -9 and concurrency", "shrink guard", "secrets", "HTTP providers",
-           "event sources and the regenerate webhook"]
+           "event sources and the regenerate webhook", "credential chains"]
 
 
 # -- helpers used by the cases (run in the child) ----------------------------------------------
@@ -696,6 +696,88 @@ def hostile_case_readyz_drip(tmp):
         finally:
             if api.readyz_answered.is_set():
                 raise WrongOutput("the wait lasted until the server ended its drip, past ready_timeout")
+
+
+# -- credential chains: metadata services, token and federation endpoints (issue 33) -------------------------
+# A local fault server or fake in place of the EC2 instance metadata service, the OCI metadata service and
+# federation endpoint, the GCE metadata server; each case with a 3 s discovery deadline.
+
+K = "credential chains"
+CHAIN = {"instances": [{"region": "us-phoenix-1", "instances": {"i-1": "n1"}}], "discovery_timeout": 3,
+         "retry_backoff": 0}
+AWS_CHAIN_CLEAN = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                   "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                   "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_EC2_METADATA_DISABLED")
+
+
+def aws_from_metadata(endpoint, tmp, **settings):
+    for name in AWS_CHAIN_CLEAN:
+        os.environ.pop(name, None)
+    os.environ.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp / "none"), AWS_CONFIG_FILE=str(tmp / "none"),
+                      AWS_EC2_METADATA_SERVICE_ENDPOINT=endpoint, **settings)
+    return discover("aws", dict(CHAIN, endpoint_url="http://127.0.0.1:9"))
+
+
+for fault, settings in {"drip": {"AWS_METADATA_SERVICE_TIMEOUT": "60", "AWS_METADATA_SERVICE_NUM_ATTEMPTS": "9"},
+                        "huge": {}, "status": {"AWS_METADATA_SERVICE_NUM_ATTEMPTS": "9"}}.items():
+    case(K, f"aws instance metadata service {fault}")(lambda tmp, fault=fault, settings=settings: with_faults(
+        lambda server: aws_from_metadata(server.url(f"/{fault}"), tmp, **settings)))
+
+
+def fake_api(route):
+    from tests.integration.fake_apis import FakeHttpApi
+    return FakeHttpApi(route)
+
+
+def json_answer(document):
+    from tests.integration.fake_apis import json_reply, text_reply
+    return lambda request: (text_reply("session-token") if request.method == "PUT" else
+                            text_reply("role") if request.path.endswith("/security-credentials/") else
+                            json_reply(document))
+
+
+for label, document in {"a numeric AccessKeyId": {"AccessKeyId": 5, "SecretAccessKey": "s3cr3t-VALUE-7f2a",
+                                                  "Token": "t0ken-VALUE-7f2a", "Expiration": "2099-01-01T00:00:00Z"},
+                        "a garbage Expiration": {"AccessKeyId": "ASIA", "SecretAccessKey": "s3cr3t-VALUE-7f2a",
+                                                 "Token": "t0ken-VALUE-7f2a", "Expiration": "soon"},
+                        "a list": [{"AccessKeyId": "ASIA"}]}.items():
+    case(K, f"aws instance metadata credentials with {label}", secret=SECRET)(
+        lambda tmp, document=document: aws_from_metadata(fake_api(json_answer(document)).url, tmp))
+
+
+def oci_instance_principal(tmp, metadata_url, federation_url):
+    os.environ["OCI_METADATA_BASE_URL"] = metadata_url
+    return discover("oci", dict(CHAIN, federation_url=federation_url, identity_url="http://127.0.0.1:9",
+                                compute_url="http://127.0.0.1:9"), {"auth": "instance_principal"})
+
+
+for fault in ("status", "drip", "huge"):
+    case(K, f"oci instance metadata service {fault}")(lambda tmp, fault=fault: with_faults(
+        lambda server: oci_instance_principal(tmp, server.url(f"/{fault}/opc/v2"), server.url("/json"))))
+
+
+def oci_metadata_then(fault):
+    def run(tmp):
+        import importlib
+        oci_test = importlib.import_module("tests.integration.test_provider_oci")
+        metadata = fake_api(oci_test.InstanceMetadataAndAuth())
+        return with_faults(lambda server: oci_instance_principal(tmp, f"{metadata.url}/opc/v2", server.url(fault)))
+    return run
+
+
+case(K, "oci federation endpoint answers a 2 MB HTML page")(oci_metadata_then("/html?code=401"))
+case(K, "oci federation endpoint redirects to another host")(oci_metadata_then("/redirect"))
+
+
+@case(K, "gcp metadata token without expires_in", secret="ya29.s3cr3t-VALUE-7f2a")
+def hostile_case_gcp_metadata_token(tmp):
+    from tests.integration.fake_apis import json_reply
+    server = fake_api(lambda request: json_reply({"access_token": "ya29.s3cr3t-VALUE-7f2a", "token_type": "Bearer"}))
+    for name in ("GOOGLE_OAUTH_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS"):
+        os.environ.pop(name, None)
+    os.environ.update(GCE_METADATA_HOST=server.url.removeprefix("http://"), CLOUDSDK_CONFIG=str(tmp / "none"))
+    return discover("gcp", dict(CHAIN, instances=[{"region": "z", "instances": {"1": "n1"}}], project_id="p",
+                                api_url="http://127.0.0.1:9"))
 
 
 # -- campaign ----------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ The first path segment selects the fault (``/drip/api/v1/x`` drips too, so a pro
   /pages?token=N      a page of items with a new token each time (endless paging), in two
                       shapes: {items, next} and Lambda's {data, page_token} (page_token=N)
   /same-page?token=N  the same items under a new token each time
+  /status?code=N      that status (500 by default) with a short JSON body, every time
+  /html?code=N&mb=M   that status (200 by default) with an M MB HTML page (2 by default), as a proxy's error
+  /redirect?to=URL    307 (a POST's body is sent again) to URL, another host
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class FaultServer:
 
             def do_GET(self):
                 server.requests.append(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)  # a POST's or PUT's body, so the connection stays in step
                 parsed = urlparse(self.path)
                 # The first path segment picks the fault, so a provider's own path can follow it.
                 fault = parsed.path.strip("/").split("/")[0]
@@ -76,7 +82,7 @@ class FaultServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            do_POST = do_GET
+            do_POST = do_PUT = do_GET
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -201,3 +207,17 @@ class FaultServer:
 
     def _same_page(self, handler, query):
         self._pages(handler, query, same=True)
+
+    def _status(self, handler, query):
+        code = int((query.get("code") or ["500"])[0])
+        self._send(handler, code, b'{"code": "InternalServerError", "message": "fault"}',
+                   {"Content-Type": "application/json"})
+
+    def _html(self, handler, query):
+        code = int((query.get("code") or ["200"])[0])
+        size = int(float((query.get("mb") or ["2"])[0]) * (1 << 20))
+        page = b"<html><body>" + b"<p>proxy error page</p>" * (size // 23) + b"</body></html>"
+        self._send(handler, code, page, {"Content-Type": "text/html"})
+
+    def _redirect(self, handler, query):
+        self._send(handler, 307, b"", {"Location": (query.get("to") or ["http://127.0.0.2:9/"])[0]})

@@ -227,7 +227,7 @@ CREDENTIAL_CASES = [
      r"\(OAuthError\): .*The audience does not match"),
     ("gcp-sts-echoes-the-subject-token", gcp_federation_creds,
      json_reply({"error": "invalid_grant", "error_description": f"Unable to parse {SUBJECT_TOKEN}."}, status=400),
-     r"the token request was refused \(OAuthError\): 'Error code invalid_grant: Unable to parse \*\*\*\.'"),
+     r"the token request was refused \(OAuthError\): 'Error code invalid_grant: Unable to parse \*{8}\.'"),
     ("gcp-sts-answers-html", gcp_federation_creds, text_reply("<html>proxy error</html>", status=502),
      "GCP credentials from creds.credentials_file"),
 ]
@@ -247,9 +247,9 @@ def test_a_refused_or_broken_credential_exchange_is_a_remote_api_error(
 
 
 @pytest.mark.parametrize("token_status, message", [
-    (403, "the token request was refused (RefreshError): 'Failed to retrieve http://"),
-    # google-auth retries a 5xx with its own backoff: the request timeout (twice, for the first token) ends it.
-    (500, "no token within 2 s"),
+    (403, "the token request was refused (HTTP 403); off GCE"),
+    # Fetched through the collection's client: its retry policy, then the last failure.
+    (500, "the token request failed: GET http://"),
 ], ids=["metadata-refuses-the-token", "metadata-fails"])
 def test_a_metadata_server_that_gives_no_token_is_a_remote_api_error(fake_http, tmp_path, token_status, message):
     meta = metadata_server(fake_http, token_status=token_status)
@@ -267,7 +267,7 @@ def test_an_imds_that_refuses_session_tokens_is_a_remote_api_error(fake_http, mo
     imds = Imds(fake_http, refuse_tokens=True)
     monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.url)
     server = fake_http(lambda request: topology_reply([]))
-    with pytest.raises(RemoteAPIError, match=r"the EC2 instance metadata service \(IMDS\) gave none") as info:
+    with pytest.raises(RemoteAPIError, match=r"the EC2 instance metadata service \(IMDS\) at \S+ gave none") as info:
         discover("aws", aws(server), {})
     assert not isinstance(info.value, TopologyError) and not server.requests
 

@@ -286,8 +286,11 @@ def test_workload_identity_federation_exchanges_a_file_sourced_subject_token(fak
     assert [r.path for r in sts.requests] == ["/v1/token"] and api.requests[0].path.startswith("/compute/v1/projects/ml-proj/")
 
 
-def metadata_server(fake_http, token=METADATA_TOKEN, project="meta-proj", token_status=200):
-    """The GCE metadata server: detection ping, service account info, its token and the project id."""
+def metadata_server(fake_http, token=METADATA_TOKEN, project="meta-proj", token_status=200, token_document=None):
+    """The GCE metadata server: detection ping, service account info, its token and the project id.
+
+    ``token_document``: another answer to the token request (a hostile or broken metadata server).
+    """
     def route(request):
         if request.headers.get("metadata-flavor") != "Google":
             return text_reply("Missing Metadata-Flavor:Google header", status=403)
@@ -296,7 +299,8 @@ def metadata_server(fake_http, token=METADATA_TOKEN, project="meta-proj", token_
             "/computeMetadata/v1/instance/service-accounts/default/": json_reply(
                 {"email": SA_EMAIL, "scopes": [SCOPE], "aliases": ["default"]}),
             "/computeMetadata/v1/instance/service-accounts/default/token": json_reply(
-                {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}) if token_status == 200 else
+                {"access_token": token, "expires_in": 3599, "token_type": "Bearer"} if token_document is None
+                else token_document) if token_status == 200 else
             text_reply(f"refused, not {token}", status=token_status),  # a body that must not be repeated
             "/computeMetadata/v1/project/project-id": text_reply(project),
         }.get(request.path)
@@ -422,3 +426,56 @@ def credential_chain_cases(start_http, tmp_path):
         {"id": "gcp-metadata-server-refuses", "params": adc_params(by_token[METADATA_TOKEN], project_id="p"),
          "creds": {}, "environment": dict(base, GCE_METADATA_HOST=refused_host, GCE_METADATA_IP=refused_host),
          "secrets": [METADATA_TOKEN], "used": lambda: bool(refusing_meta.requests), "fails": True}]
+
+
+# -- issue 33: a token_uri that redirects, token answers of the wrong shape ---------------------------------------
+
+def test_a_token_uri_that_redirects_to_another_host_never_gets_the_assertion_posted_there(
+        fake_http, tmp_path, no_ambient_credentials):
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+
+    elsewhere = start_token_server(fake_http)
+    redirecting = fake_http(lambda request: text_reply("", status=307, headers={"Location": f"{elsewhere.url}/token"}))
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps(service_account_key(redirecting)))
+    api = api_server(fake_http, SA_TOKEN, project="key-proj")
+    with pytest.raises(RemoteAPIError, match=r"GCP credentials from creds.credentials_file .*: POST "
+                                             r"http://127.0.0.1:\d+/token: redirected \(HTTP 307\) to another host "
+                                             r"\(http://127.0.0.1:\d+\); refused"):
+        discover("gcp", adc_params(api), {"credentials_file": str(key_file)})
+    assert [r.path for r in redirecting.requests] == ["/token"] and not elsewhere.requests and not api.requests
+
+
+@pytest.mark.parametrize("document, message", [
+    ({"access_token": "ya29.meta", "token_type": "Bearer"}, "expires_in must be a positive number of seconds, got "
+                                                            "NoneType None"),
+    ({"access_token": "ya29.meta", "expires_in": [3599]}, "expires_in must be a positive number of seconds, got list"),
+    ([{"access_token": "ya29.meta", "expires_in": 3599}], "the token response is not a JSON object \\(got list\\)"),
+    ({"access_token": 7, "expires_in": 3599}, "access_token must be a non-empty string, got int"),
+    ({"access_token": "ya29.meta\n", "expires_in": 3599}, "access_token contains a line break"),
+], ids=["no-expires-in", "expires-in-a-list", "a-list", "numeric-token", "token-with-newline"])
+def test_a_metadata_token_of_the_wrong_shape_is_a_clear_error(fake_http, tmp_path, document, message):
+    meta = metadata_server(fake_http, token_document=document)
+    api = fake_http(lambda request: json_reply({}))
+    result, output = discover_in_process(adc_params(api, project_id="p"), {}, metadata_environment(meta, tmp_path))
+    assert result["error"] == "RemoteAPIError", output
+    assert result["message"].startswith(f"GCP credentials from the GCE metadata server: {message.replace(chr(92), '')}"), \
+        output
+    assert not api.requests and "ya29.meta" not in output
+
+
+@pytest.mark.parametrize("answer", [[{"access_token": "ya29.listed"}], {"access_token": ["ya29.listed"],
+                                                                         "expires_in": "soon"}],
+                         ids=["a-list", "fields-of-other-types"])
+def test_a_token_endpoint_answer_of_the_wrong_shape_is_a_clear_error(fake_http, tmp_path, no_ambient_credentials,
+                                                                     answer):
+    from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+
+    tokens = fake_http(lambda request: json_reply(answer))
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps(service_account_key(tokens)))
+    api = api_server(fake_http, SA_TOKEN, project="key-proj")
+    with pytest.raises(RemoteAPIError, match=r"GCP credentials from creds.credentials_file .*: (the token response is "
+                                             r"not a token object|the token request)") as info:
+        discover("gcp", adc_params(api), {"credentials_file": str(key_file)})
+    assert "ya29.listed" not in str(info.value) and not api.requests

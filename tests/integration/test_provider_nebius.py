@@ -28,6 +28,7 @@ from nebius.api.nebius.compute.v1 import (
     ListInstancesResponse,
 )
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -298,3 +299,22 @@ def test_a_service_account_id_or_key_with_a_bad_character_is_refused_by_name(fak
         topology, _warnings = discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT,
                                                                   "private_key": key, "public_key_id": PUBLIC_KEY_ID})
         assert topology.nodes["h100-01"].domain == "nvlgroup-1"
+
+
+@pytest.mark.parametrize("issued, problem", [(EXCHANGED + "\n", "contains a line break"),
+                                             (EXCHANGED + "\u00e9", "contains a control or non-ASCII character")],
+                         ids=["newline", "non-ascii"])
+def test_an_exchanged_token_that_cannot_be_sent_is_named_not_used(fake_grpc, issued, problem):
+    """gRPC refused such a token with an error about its metadata; the run says what is wrong, never the value."""
+    def exchange_badly(request, metadata):
+        exchange(request, metadata)  # the key is checked as before
+        return CreateTokenResponse(access_token=issued, issued_token_type="urn:ietf:params:oauth:token-type:access_token",
+                                   token_type="Bearer", expires_in=3600).SerializeToString()
+
+    server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange_badly})
+    with pytest.raises(RemoteAPIError, match=f"Nebius: the token the configured credentials gave is not usable: it "
+                                             f"{problem}") as info:
+        discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID,
+                                            "private_key": SA_PEM})
+    assert EXCHANGED not in str(info.value)
+    assert [method for method, _request, _meta in server.requests] == [EXCHANGE]

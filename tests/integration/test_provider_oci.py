@@ -24,6 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -172,7 +173,7 @@ def test_a_wrong_key_is_rejected_by_the_server_and_reported(fake_http):
 def test_a_bad_passphrase_is_a_clear_error_without_the_key(fake_http):
     server = fake_http(make_route())
     with pytest.raises(Exception, match="not a PEM RSA private key, or the passphrase is wrong") as info:
-        discover("oci", params(server), dict(CREDS, passphrase="wrong"))
+        discover("oci", params(server), dict(CREDS, passphrase="not-the-passphrase-5e2"))
     assert "PRIVATE KEY" not in str(info.value) and not server.requests
 
 
@@ -337,6 +338,7 @@ class InstanceMetadataAndAuth:
         self.token = jwt.encode({"sub": "ocid1.instance.i1", "res_tenant": TENANCY, "exp": int(time.time()) + 3600},
                                 "a test key that only the fake auth service would hold", algorithm="HS256")
         self.api = lambda request: json_reply({"code": "NotAuthenticated", "message": "no session yet"}, status=401)
+        self.federation_reply = None
 
     def pem(self, cert):
         return cert.public_bytes(serialization.Encoding.PEM).decode()
@@ -357,6 +359,9 @@ class InstanceMetadataAndAuth:
 
     def federate(self, request):
         from cryptography.hazmat.primitives.hashes import SHA1
+
+        if self.federation_reply is not None:  # a hostile federation endpoint's answer
+            return self.federation_reply
 
         fingerprint = ":".join(f"{byte:02X}" for byte in self.leaf.fingerprint(SHA1()))
         problem = body_signature_problem(request, self.leaf_key, f"{TENANCY}/fed-x509/{fingerprint}")
@@ -461,3 +466,79 @@ def test_a_profile_passphrase_or_session_token_with_a_bad_character_is_refused_b
     with pytest.raises(Exception, match=r"security_token contains .*; the value is not shown") as info:
         discover("oci", params(server), {"auth": "security_token", "config_file": path, "profile": "P"})
     assert SESSION_TOKEN[:12] not in str(info.value) and not server.requests
+
+
+# -- issue 33: the instance principal's metadata and federation inside the deadline and a byte limit, and shapes ---
+
+@pytest.mark.parametrize("fault, extra, message", [
+    # The SDK's own retry strategy held a metadata service answering 500 for 93 s.
+    ("status", {"retry_attempts": 2}, r"GET http://127.0.0.1:\d+/status/opc/v2/instance/region: HTTP 500 after 2 "
+                                      "attempts"),
+    ("drip", {"timeout": 30, "retry_attempts": 5}, "discovery deadline"),
+    ("huge", {}, "the response is larger than 262144 bytes; refused"),
+])
+def test_a_hostile_instance_metadata_service_ends_in_a_clear_error_within_the_deadline(monkeypatch, fault, extra,
+                                                                                        message):
+    from tests.fault_http import FaultServer
+
+    with FaultServer() as server:
+        monkeypatch.setenv("OCI_METADATA_BASE_URL", server.url(f"/{fault}/opc/v2"))
+        with pytest.raises(RemoteAPIError, match=r"oci creds \(instance_principal\): the OCI instance metadata service "
+                                                 rf"failed: .*{message}"):
+            discover("oci", dict(params(server), discovery_timeout=2, federation_url=server.url("/json"), **extra),
+                     {"auth": "instance_principal"})
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("html?code=401", "the response is larger than 262144 bytes; refused"),  # a proxy's 2 MB error page
+    ("huge", "the response is larger than 262144 bytes; refused"),
+    ("redirect", r"redirected \(HTTP 307\) to another host \(http://127.0.0.2:9\); refused"),
+    ("status", "HTTP 500 after 2 attempts"),
+    ("drip", "no complete response within|discovery deadline"),
+])
+def test_a_hostile_federation_endpoint_ends_in_a_short_clear_error(fake_http, monkeypatch, fault, message):
+    from tests.fault_http import FaultServer
+
+    service = InstanceMetadataAndAuth()
+    metadata = fake_http(service)
+    monkeypatch.setenv("OCI_METADATA_BASE_URL", f"{metadata.url}/opc/v2")
+    with FaultServer() as server:
+        with pytest.raises(RemoteAPIError, match=message) as info:
+            discover("oci", params(metadata, federation_url=server.url(f"/{fault}"), retry_attempts=2, timeout=1,
+                                   discovery_timeout=3), {"auth": "instance_principal"})
+    assert len(str(info.value)) < 600 and "proxy error page" not in str(info.value)
+    assert "PRIVATE KEY" not in str(info.value)
+
+
+NO_EXP = jwt.encode({"sub": "ocid1.instance.i1", "res_tenant": TENANCY}, "a test key of 32 bytes or more, say", "HS256")
+
+
+@pytest.mark.parametrize("reply, message", [
+    (json_reply({"token": "not-a-jwt"}), r"the token is not a JWT \(DecodeError\)"),
+    (json_reply({"token": NO_EXP}), "the token \\(a JWT\\) has no numeric exp claim"),
+    (json_reply({"token": 12345}), r"the token is not a JWT"),
+    (json_reply([{"token": "x"}]), "the response has no token"),
+    (json_reply({"session": "no token field"}), "the response has no token"),
+    (text_reply("<html>200 from a captive portal</html>", content_type="text/html"), "the response is not JSON"),
+], ids=["not-a-jwt", "jwt-without-exp", "numeric-token", "a-list", "no-token-field", "html"])
+def test_a_federation_answer_of_the_wrong_shape_is_a_clear_error(fake_http, monkeypatch, reply, message):
+    service = InstanceMetadataAndAuth()
+    service.federation_reply = reply
+    server = fake_http(service)
+    monkeypatch.setenv("OCI_METADATA_BASE_URL", f"{server.url}/opc/v2")
+    with pytest.raises(RemoteAPIError, match=r"oci creds \(instance_principal\): the federation endpoint POST "
+                                             rf"http://127.0.0.1:\d+/v1/x509: {message}") as info:
+        discover("oci", params(server, federation_url=f"{server.url}/v1/x509"), {"auth": "instance_principal"})
+    assert "captive portal" not in str(info.value) and NO_EXP not in str(info.value)
+    assert not [r for r in server.requests if "/20160918/" in r.path]
+
+
+def test_every_oci_api_call_has_a_total_limit_per_attempt(monkeypatch):
+    """The SDK's timeouts bound each socket read: an API that drips one byte a second is cut at params.timeout."""
+    from tests.fault_http import FaultServer
+
+    with FaultServer() as server:
+        drip = type("Drip", (), {"url": server.url("/drip")})()
+        with pytest.raises(RemoteAPIError, match=r"OCI ListAvailabilityDomains in us-phoenix-1: no complete response "
+                                                 r"within 1 s after 1 attempts"):
+            discover("oci", params(drip, timeout=1, retry_attempts=1, discovery_timeout=3), CREDS)

@@ -15,6 +15,7 @@ import math
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
 from ansible_collections.aifactory.topology.plugins.module_utils._base import deadline as _deadline
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import quarantine_summary, quarantine_warning
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
@@ -90,8 +91,16 @@ def discover(name, params=None, creds=None, warn=None, k8s_client=None):
                             f"got {clip(deadline)}")
     invalid_nodes = params.pop("invalid_nodes")
     warn = warn or (lambda message: None)
-    with _deadline.discovery_deadline(deadline):
-        topology = load(name)(params, creds, warn, **shared)
+    # One registry of the run's secrets: every message that leaves the provider is scrubbed of them.
+    with _deadline.discovery_deadline(deadline), _secrets.scope():
+        _register_secrets(creds, PROVIDERS[name].creds)
+        try:
+            topology = load(name)(params, creds, _secrets.scrubbing(warn), **shared)
+            for record in topology.quarantined.values():
+                record.reason = _secrets.scrub(record.reason)
+        except BaseException as exc:
+            _secrets.scrub_exception(exc)
+            raise
     if accelerator is not None:
         # pylint: disable-next=import-outside-toplevel
         from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_accelerator
@@ -105,3 +114,17 @@ def discover(name, params=None, creds=None, warn=None, k8s_client=None):
                                 f"(params.invalid_nodes is fail): {quarantine_summary(topology)}")
         warn(quarantine_warning(topology))
     return topology.validate()
+
+
+def _register_secrets(values, spec):
+    """Every ``no_log`` value of ``values`` (creds, validated against ``spec``), at any depth, is a secret of the run."""
+    for key, option in (spec or {}).items():
+        value = (values or {}).get(key)
+        if option.get("no_log"):
+            _secrets.register(value)
+        if isinstance(value, dict) and option.get("options"):
+            _register_secrets(value, option["options"])
+        elif isinstance(value, list) and option.get("options"):
+            for item in value:
+                if isinstance(item, dict):
+                    _register_secrets(item, option["options"])

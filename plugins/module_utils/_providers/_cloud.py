@@ -24,6 +24,7 @@ import os
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import HttpClient
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
@@ -77,6 +78,8 @@ def requested_instances(params, provider, require_region=True):
 def secret(creds, key, env=(), required_by=None, multiline=False):
     """``creds[key]``, else the first set environment variable in ``env``; messages never show values.
 
+    The value is registered as a secret of the run (``_base.secrets``), wherever it came from.
+
     A credential is checked before any use: one with a line break (a YAML ``|`` block or a vault
     file adds a trailing newline), a control or a non-ASCII character is refused by name, since
     the libraries that would send it quote it in their errors. ``multiline`` allows line breaks
@@ -97,6 +100,7 @@ def secret(creds, key, env=(), required_by=None, multiline=False):
             return None
     if not isinstance(value, str):
         raise TopologyError(f"{source} must be a string")
+    _secrets.register(value)  # from creds or the environment: no message of the run may show it
     problem = credential_problem(value.replace("\r\n", "").replace("\n", "") if multiline else value)
     if problem:
         raise TopologyError(f"{source} {problem}; the value is not shown")

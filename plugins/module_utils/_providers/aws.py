@@ -14,8 +14,7 @@ chain applies (``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``, IRSA, Pod Identity, th
 
 from __future__ import annotations
 
-import logging
-
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import (
     attempt_budget,
     call_within,
@@ -26,23 +25,30 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     TopologyError,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
+    MAX_CREDENTIAL_BYTES,
+    MAX_RESPONSE_BYTES,
     RETRY_STATUS,
     HttpError,
     RetryableError,
+    bound_session,
     call_with_retries,
     paginate,
     retry_after_seconds,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import (
+    _aws_metadata as _metadata,
     _cloud,
     _specs,
 )
 
 try:
     import boto3
+    import boto3.session
+    import botocore.awsrequest
     import botocore.config
     import botocore.exceptions
     import botocore.parsers
+    import botocore.session
 
     HAS_BOTO3 = True
 except ImportError:  # pragma: no cover - exercised only where boto3 is missing
@@ -75,52 +81,109 @@ def _session(params, creds):
     if bool(access_key) != bool(secret_key):
         raise TopologyError("the aws provider needs both creds.access_key_id and creds.secret_access_key, or neither "
                             "(then boto3's default credential chain applies)")
+    core = botocore.session.Session()
+    # Every request any client of this session sends (EC2, and STS inside the credential chain) goes through
+    # the collection's bounded client: time, bytes, no redirect to another host.
+    core.register("before-send", _BoundedSend(params))
     try:
         session = boto3.session.Session(aws_access_key_id=access_key, aws_secret_access_key=secret_key,
                                         aws_session_token=_cloud.secret(creds, "session_token"),
-                                        profile_name=_cloud.setting(params, "profile"))
+                                        profile_name=_cloud.setting(params, "profile"), botocore_session=core)
     except botocore.exceptions.ProfileNotFound as exc:
         raise TopologyError(f"aws params.profile: {exc}") from None
     if not access_key:
-        _resolve_chain(session)
+        _resolve_chain(core, params)
     return session
 
 
-class _ImdsFailures(logging.Handler):
-    """botocore's instance metadata fetcher logs its failures (debug) and returns nothing: count them."""
+def _resolve_chain(core, params):
+    """boto3's default chain, inside the discovery's limits, with the two metadata sources resolved by us.
 
-    # The log templates (never their arguments, which may hold a response) of an IMDS that refused or broke.
-    TEMPLATES = {"Max number of attempts exceeded": "no answer after botocore's attempts (a refused or missing "
-                                                    "IMDSv2 session token, or HTTP errors)",
-                 "Bad IMDS request": "it refused the request as bad (HTTP 400)",
-                 "Error response received": "it answered with an error instead of the role's credentials"}
+    botocore fetches the container and instance metadata credentials with its own client, outside any
+    deadline and without a byte limit (a metadata service that drips held a run for minutes; 300 MB of
+    "credentials" took a gigabyte): they are taken out of its chain, and once the rest of the chain
+    (environment, profile, web identity, SSO, process) found nothing, fetched through the collection's
+    bounded client and handed to boto3 as static credentials (a discovery ends long before they expire).
+    """
+    resolver = core.get_component("credential_provider")
+    for name in ("container-role", "iam-role"):
+        resolver.remove(name)
+    settings = _cloud.client_settings(params)
+    budget = attempt_budget(settings["timeout"] * settings["attempts"])
 
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.reasons = []
+    def resolve():
+        found = core.get_credentials()
+        return None if found is None else found.get_frozen_credentials()
 
-    def emit(self, record):
-        template = str(record.msg)
-        self.reasons += [reason for start, reason in self.TEMPLATES.items() if template.startswith(start)]
-
-
-def _resolve_chain(session):
-    """Resolve boto3's default chain now, so that an instance metadata service that failed is named."""
-    logger = logging.getLogger("botocore.utils")
-    handler, level = _ImdsFailures(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
     try:
-        credentials = session.get_credentials()
-    except botocore.exceptions.BotoCoreError as exc:  # a broken profile, web identity or container source
+        frozen = call_within(resolve, budget)
+    except TimeoutError:
+        raise RemoteAPIError(f"boto3's credential chain (profile, web identity, SSO or process) gave no credentials "
+                             f"within {budget:g} s") from None
+    except botocore.exceptions.BotoCoreError as exc:  # a broken profile, web identity or process source
         raise RemoteAPIError(f"boto3's credential chain failed: {exc.__class__.__name__}") from None
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    if credentials is None and handler.reasons:
-        raise RemoteAPIError("the aws provider found no AWS credentials: the EC2 instance metadata service (IMDS) "
-                             f"gave none, {handler.reasons[0]}; check the instance profile and the IMDS hop limit, "
-                             "or set creds")
+    except botocore.exceptions.ClientError as exc:  # STS refused or failed (web identity, assume role)
+        error = _client_error(exc, "STS (boto3's credential chain)")
+        if isinstance(error, RetryableError):  # botocore's own retries for STS are spent
+            error = RemoteAPIError(f"STS (boto3's credential chain): {error.reason}")
+        raise error from None
+    except HttpError as exc:  # the bounded session's refusal: too large, a redirect to another host, the deadline
+        raise HttpError(f"boto3's credential chain: {exc}", exc.status) from None
+    if frozen is not None:
+        _secrets.register(frozen.access_key, frozen.secret_key, frozen.token)
+        return
+    found = _metadata.credentials(core, params)
+    if found is not None:
+        core.set_credentials(*found)
+
+
+class _BoundedSend:
+    """botocore's ``before-send`` hook: the request sent through the collection's bounded session.
+
+    EC2 answers up to MAX_RESPONSE_BYTES, every other service (STS in the chain) up to MAX_CREDENTIAL_BYTES,
+    each exchange within params.timeout and the discovery deadline (``_http.bound_session``).
+    """
+
+    def __init__(self, params):
+        import requests  # pylint: disable=import-outside-toplevel  # a dependency of boto3's users here
+
+        self.requests = requests
+        settings = _cloud.client_settings(params)
+        verify, ca_bundle = _cloud.tls_settings(params)
+        self.ec2_verify = ca_bundle if (verify and ca_bundle) else bool(verify)
+        self.sessions = {True: bound_session(requests.Session(), settings["timeout"], MAX_RESPONSE_BYTES),
+                         False: bound_session(requests.Session(), settings["timeout"], MAX_CREDENTIAL_BYTES)}
+
+    def __call__(self, request, event_name="", **_kwargs):
+        ec2 = event_name.startswith("before-send.ec2.")
+        exceptions = self.requests.exceptions
+        try:
+            response = self.sessions[ec2].request(request.method, request.url, headers=dict(request.headers.items()),
+                                                  data=request.body, verify=self.ec2_verify if ec2 else True,
+                                                  allow_redirects=False)
+        except exceptions.ConnectTimeout:
+            raise botocore.exceptions.ConnectTimeoutError(endpoint_url=request.url) from None
+        except exceptions.Timeout:
+            raise botocore.exceptions.ReadTimeoutError(endpoint_url=request.url) from None
+        except exceptions.SSLError:
+            raise botocore.exceptions.SSLError(endpoint_url=request.url, error="certificate verify failed") from None
+        except exceptions.ConnectionError:
+            raise botocore.exceptions.EndpointConnectionError(endpoint_url=request.url) from None
+        except exceptions.RequestException as exc:
+            # Never str(exc): requests may quote a header (the signature, the session token).
+            raise botocore.exceptions.HTTPClientError(error=exc.__class__.__name__) from None
+        return botocore.awsrequest.AWSResponse(request.url, response.status_code, dict(response.headers),
+                                               _Body(response.content))
+
+
+class _Body:
+    """What botocore reads of a response: ``stream()``."""
+
+    def __init__(self, content):
+        self.content = content
+
+    def stream(self, **_kwargs):
+        yield self.content
 
 
 def _client(session, params, region):
@@ -157,7 +220,7 @@ def _page(client, params, region, request, token):
             raise TopologyError("the aws provider found no AWS credentials: set creds.access_key_id and "
                                 "creds.secret_access_key, AWS_* environment variables, a profile or an instance role") from None
         except botocore.parsers.ResponseParserError as exc:
-            raise RemoteAPIError(f"{what}: the response is not valid EC2 XML: {str(exc)[:200]}") from None
+            raise RemoteAPIError(f"{what}: the response is not valid EC2 XML: {_secrets.excerpt(exc)}") from None
 
     response = call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
                                  max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
@@ -175,7 +238,9 @@ def _client_error(exc, what):
         return RetryableError(f"HTTP {status} {code}", retry_after_seconds(headers.get("retry-after")))
     hint = " (the caller needs the IAM permission ec2:DescribeInstanceTopology)" if code in (
         "UnauthorizedOperation", "AccessDenied", "AccessDeniedException") else ""
-    return RemoteAPIError(f"{what}: HTTP {status} {code}: {error.get('Message', '')}{hint}", status)
+    # The message may echo the request (its X-Amz-Security-Token): scrubbed of the run's secrets, clipped.
+    message = _secrets.excerpt(error.get("Message", ""))
+    return RemoteAPIError(f"{what}: HTTP {status} {_secrets.excerpt(code, 100)}: {message}{hint}", status)
 
 
 def _place(placed, item, region):

@@ -12,9 +12,14 @@ sent as it is; else google-auth's credentials from a JSON credentials document,
 ``creds.credentials_json``, ``creds.credentials_file``, ``GOOGLE_APPLICATION_CREDENTIALS`` or
 gcloud's application default credentials file (a service-account key, workload identity
 federation's ``external_account``, an ``authorized_user``...); else the metadata server's token
-(``GCE_METADATA_HOST`` moves it). The Compute API is called through google-auth's
-``AuthorizedSession`` (which refreshes an expiring token) inside the collection's HTTP client
-(its retries, timeouts and deadline). The project: ``params.project_id``, else
+(``GCE_METADATA_HOST`` moves it), fetched through the collection's HTTP client (a credential-sized body,
+params.timeout, the deadline) and checked (``access_token`` a usable string, ``expires_in`` a positive
+number). google-auth's token requests (token_uri, STS, the metadata server for a federation source)
+go through a bounded session: MAX_CREDENTIAL_BYTES, the attempt's time and the deadline, and never a
+redirect to another host (a token_uri answering 307 would re-post the signed assertion there). With a
+credentials document the Compute API is called through google-auth's ``AuthorizedSession`` (which
+refreshes an expiring token) inside the collection's HTTP client (its retries, timeouts and deadline);
+a fixed token (creds, the environment, the metadata server) is sent as a header. The project: ``params.project_id``, else
 ``GOOGLE_CLOUD_PROJECT``/``CLOUDSDK_CORE_PROJECT``, else the credentials document's
 ``project_id``, else the metadata server, as Topograph.
 """
@@ -26,6 +31,7 @@ import json
 import os
 from urllib.parse import quote
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
@@ -33,8 +39,15 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     RemoteAPIError,
     TopologyError,
     clip,
+    credential_problem,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
+    MAX_CREDENTIAL_BYTES,
+    HttpClient,
+    HttpError,
+    bound_session,
+    paginate,
+)
 from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import InputFileError, read_text
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
@@ -50,6 +63,9 @@ CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
 METADATA_SOURCE = "the GCE metadata server"
 TIER_KEYS = ("subblock", "block", "cluster")  # of physicalHostTopology, closest first
 TIER_FIELDS = tuple(f"physicalHostTopology.{key}" for key in TIER_KEYS)
+METADATA_TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
+# Fields of a token endpoint's answer that are credentials (registered as secrets of the run when seen).
+TOKEN_FIELDS = ("access_token", "id_token", "refresh_token", "token")
 
 
 def discover(params, creds, warn):
@@ -75,7 +91,7 @@ def _page(client, path, size, token):
     body = client.json("GET", path, params=query)
     where = f"GET {path}"
     if not isinstance(body, dict):
-        raise RemoteAPIError(f"{where}: expected an InstanceList object, got {str(body)[:100]}")
+        raise RemoteAPIError(f"{where}: expected an InstanceList object, got {_secrets.excerpt(str(body), 100)}")
     items = body.get("items", [])  # Google omits an empty list
     if not isinstance(items, list):
         raise RemoteAPIError(f"{where}: items is not a list")
@@ -85,7 +101,7 @@ def _page(client, path, size, token):
 def _place(placed, item, zone):
     raw_id = item.get("id") if isinstance(item, dict) else None
     if raw_id in (None, "") or isinstance(raw_id, (bool, dict, list)):
-        raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {str(item)[:200]}")
+        raise RemoteAPIError(f"zone {zone}: an instance without id in the instances.list response: {_secrets.excerpt(str(item))}")
     instance_id = str(raw_id)  # only to find the node a number would name: the record is refused below
     with placed.instance(instance_id):
         if not isinstance(raw_id, str):
@@ -106,14 +122,13 @@ def _place(placed, item, zone):
 class _Login:
     """How requests are authorised: a fixed Bearer header, or google-auth credentials in a session."""
 
-    def __init__(self, headers=None, session=None, project=None, source="", secrets=()):
+    def __init__(self, headers=None, session=None, project=None, source=""):
         self.headers, self.session, self.project, self.source = headers, session, project, source
-        self.secrets = [value for value in secrets if value]
 
     def refusals(self):
         if self.session is None:  # a fixed token: HTTP errors only
             return contextlib.nullcontext()
-        return _refusals(self.source, self.secrets)
+        return _refusals(self.source)
 
 
 def _google_auth():
@@ -132,19 +147,15 @@ def _login(params, creds):
     token = _cloud.secret(creds, "access_token", env=("GOOGLE_OAUTH_ACCESS_TOKEN",))
     if token:  # no google-auth needed: the token is sent as given
         return _Login(headers={"Authorization": f"Bearer {token}"})
+    document, source = _credentials_document(creds)
+    if document is None:
+        return _Login(headers={"Authorization": f"Bearer {_metadata_token(params)}"}, source=METADATA_SOURCE)
     google = _google_auth()
     transport = _transport(params)
-    document, source = _credentials_document(creds)
-    secrets = _known_secrets(document)
-    if document is None:
-        import google.auth.compute_engine  # pylint: disable=import-outside-toplevel
-        source = METADATA_SOURCE
-        credentials = google.auth.compute_engine.Credentials()
-        project = None
-    else:
-        credentials = _from_document(document, source)
-        project = document.get("project_id") or document.get("quota_project_id") or None
-    with _refusals(source, secrets):
+    _register_known_secrets(document)
+    credentials = _from_document(document, source)
+    project = document.get("project_id") or document.get("quota_project_id") or None
+    with _refusals(source):
         # The first token now, within the request timeout: a refusal fails here with its reason.
         budget = attempt_budget(_cloud.client_settings(params)["timeout"] * 2)
         try:
@@ -152,9 +163,16 @@ def _login(params, creds):
         except TimeoutError:
             raise RemoteAPIError(f"GCP credentials from {source}: no token within {budget:g} s"
                                  f"{_hint(source)}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # google-auth reads a token answer of the wrong shape (a list, a field missing or of another type)
+            # without checking it: the source and the field, never the answer.
+            field = f" {clip(_secrets.scrub(str(exc.args[0])), 40)}" if isinstance(exc, KeyError) and exc.args else ""
+            raise RemoteAPIError(f"GCP credentials from {source}: the token response is not a token object "
+                                 f"({type(exc).__name__}{field}: a JSON object with access_token and expires_in "
+                                 "is expected)") from None
+    _secrets.register(getattr(credentials, "token", None))
     session = google.auth.transport.requests.AuthorizedSession(credentials, auth_request=transport)
-    return _Login(session=session, project=project if isinstance(project, str) else None, source=source,
-                  secrets=secrets)
+    return _Login(session=session, project=project if isinstance(project, str) else None, source=source)
 
 
 def _credentials_document(creds):
@@ -179,11 +197,9 @@ def _credentials_document(creds):
     return _parse(text, f"{source} ({path})"), f"{source} ({path})"
 
 
-def _known_secrets(document):
+def _register_known_secrets(document):
     """What a server's error might echo and no message may repeat: the key, a file-sourced subject token."""
-    if not document:
-        return []
-    secrets = [document.get("private_key")]
+    secrets = [document.get(key) for key in ("private_key", "client_secret", "refresh_token")]
     source = document.get("credential_source")
     if isinstance(source, dict) and isinstance(source.get("file"), str):
         try:
@@ -192,7 +208,7 @@ def _known_secrets(document):
         except InputFileError:
             text = ""  # google-auth reports the unreadable file itself
         secrets += [text, text.strip()] + _json_strings(text)
-    return sorted({value for value in secrets if isinstance(value, str) and len(value) >= 4}, key=len, reverse=True)
+    _secrets.register(*secrets)
 
 
 def _json_strings(text):
@@ -251,15 +267,15 @@ def _from_document(document, source):
 
 
 @contextlib.contextmanager
-def _refusals(source, secrets):
+def _refusals(source):
     """Turn google-auth's errors into RemoteAPIError (a refused or failed token request); no secret shown."""
     google = _google_auth()
     try:
         yield
+    except HttpError as exc:  # the bounded session's refusal (too large, a redirect to another host, the deadline)
+        raise RemoteAPIError(f"GCP credentials from {source}: {exc}", exc.status) from None
     except google.auth.exceptions.GoogleAuthError as exc:
-        reason = _reason(exc)
-        for secret in secrets:
-            reason = reason.replace(secret, "***")
+        reason = _secrets.scrub(_reason(exc))
         refused = isinstance(exc, (google.auth.exceptions.RefreshError, google.auth.exceptions.OAuthError))
         raise RemoteAPIError(f"GCP credentials from {source}: the token request "
                              f"{'was refused' if refused else 'failed'} ({exc.__class__.__name__}): "
@@ -277,6 +293,8 @@ def _reason(exc):
     while exc.args and isinstance(exc.args[0], Exception):
         exc = exc.args[0]
     reason = str(exc.args[0]) if exc.args else exc.__class__.__name__
+    if isinstance(exc, HttpError):
+        return str(exc)
     # The metadata client appends the response body: not repeated (what a server sends back is not shown).
     return reason.split(" Response:", 1)[0]
 
@@ -291,14 +309,67 @@ def _transport(params):
             budget = attempt_budget(limit)
             if budget <= 0:
                 raise google.auth.exceptions.TransportError("the discovery deadline has passed")
-            return super().__call__(url, method=method, body=body, headers=headers,
-                                    timeout=min(timeout or budget, budget), **kwargs)
+            response = super().__call__(url, method=method, body=body, headers=headers,
+                                        timeout=min(timeout or budget, budget), **kwargs)
+            _register_tokens(response.data)
+            return response
 
     limit = _cloud.client_settings(params)["timeout"]
-    session = requests.Session()
+    # Each token request: a credential-sized body, the attempt's time and the deadline, no redirect to another host.
+    session = bound_session(requests.Session(), limit, MAX_CREDENTIAL_BYTES)
     verify, ca_bundle = _cloud.tls_settings(params)
     session.verify = ca_bundle if (verify and ca_bundle) else bool(verify)
     return Transport(session)
+
+
+def _register_tokens(data):
+    """The credentials in a token endpoint's JSON answer are secrets of the run from the moment they arrive."""
+    try:
+        document = json.loads(data)
+    except (ValueError, TypeError):
+        return
+    if isinstance(document, dict):
+        _secrets.register(*(document.get(key) for key in TOKEN_FIELDS))
+
+
+def _metadata_client(params, headers=None):
+    host = os.environ.get("GCE_METADATA_HOST") or os.environ.get("GCE_METADATA_ROOT") or DEFAULT_METADATA_HOST
+    settings = _cloud.client_settings(params)
+    return HttpClient(f"http://{host}", headers=dict({"Metadata-Flavor": "Google"}, **(headers or {})),
+                      timeout=settings["timeout"], attempts=settings["attempts"], backoff=settings["backoff"],
+                      max_retry_after=settings["max_retry_after"], sleep=settings["sleep"],
+                      max_response_bytes=MAX_CREDENTIAL_BYTES)
+
+
+def _metadata_token(params):
+    """The instance service account's token from the metadata server, checked field by field."""
+    where = f"GCP credentials from {METADATA_SOURCE}"
+    try:
+        response = _metadata_client(params).request("GET", METADATA_TOKEN_PATH, params={"scopes": ",".join(SCOPES)})
+    except HttpError as exc:
+        # Its body is not repeated: a refusal may quote what it refused.
+        reason = f"was refused (HTTP {exc.status})" if exc.status else f"failed: {exc}"
+        raise RemoteAPIError(f"{where}: the token request {reason}{_hint(METADATA_SOURCE)}", exc.status) from None
+    try:
+        document = response.json()
+    except ValueError:
+        raise RemoteAPIError(f"{where}: the token response is not JSON (it is not shown)") from None
+    if not isinstance(document, dict):
+        raise RemoteAPIError(f"{where}: the token response is not a JSON object (got {type(document).__name__})")
+    _register_tokens(response.content)
+    token, expires = document.get("access_token"), document.get("expires_in")
+    if not isinstance(token, str) or not token:
+        raise RemoteAPIError(f"{where}: access_token must be a non-empty string, got {type(token).__name__}")
+    problem = credential_problem(token)
+    if problem:
+        raise RemoteAPIError(f"{where}: access_token {problem}; it is not shown")
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)) or not 0 < expires < 10 ** 9:
+        raise RemoteAPIError(f"{where}: expires_in must be a positive number of seconds, got "
+                             f"{type(expires).__name__} {clip(expires)}")
+    kind = document.get("token_type", "Bearer")
+    if not isinstance(kind, str) or kind.lower() != "bearer":
+        raise RemoteAPIError(f"{where}: token_type must be Bearer, got {clip(kind)}")
+    return token
 
 
 class _Metadata:
@@ -308,8 +379,7 @@ class _Metadata:
         self.params = params
 
     def project(self):
-        host = os.environ.get("GCE_METADATA_HOST") or os.environ.get("GCE_METADATA_ROOT") or DEFAULT_METADATA_HOST
-        client = _cloud.http_client(self.params, f"http://{host}", headers={"Metadata-Flavor": "Google"})
+        client = _metadata_client(self.params)
         try:
             project = client.request("GET", "/computeMetadata/v1/project/project-id").text.strip()
         except AifactoryTopologyError as exc:

@@ -23,6 +23,7 @@ uniform 401).
 
 from __future__ import annotations
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
@@ -102,7 +103,7 @@ def _page(client, query, page):
     body = client.json("GET", PATH, params=dict(query, page_token=page) if page else query)
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
         raise RemoteAPIError(f"GET {PATH} (region {query['region']}): expected the envelope {{data: [...], page_token}}, "
-                             f"got {str(body)[:100]}")
+                             f"got {_secrets.excerpt(str(body), 100)}")
     token = body.get("page_token")
     if token is not None and not isinstance(token, str):
         raise RemoteAPIError(f"GET {PATH}: page_token must be a string or null, got {token!r}")
@@ -111,7 +112,7 @@ def _page(client, query, page):
 
 def _place(placed, item, incomplete, too_long):
     if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-        raise RemoteAPIError(f"GET {PATH}: an instance without id: {str(item)[:200]}")
+        raise RemoteAPIError(f"GET {PATH}: an instance without id: {_secrets.excerpt(str(item))}")
     if not placed.wants(item["id"]):
         return
     with placed.instance(item["id"]):

@@ -26,11 +26,14 @@ from __future__ import annotations
 import json
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import RetryableError, call_with_retries, paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
     RemoteAPIError,
     TopologyError,
+    credential_problem,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
@@ -196,9 +199,12 @@ def _page(service, params, project, size, page):
 def _token(sdk, params):
     """Get the exchanged token first, so a refused key says so (the SDK would retry it until the
     call's deadline); the message names the failure, never the key or a token."""
-    timeout = _cloud.client_settings(params)["timeout"]
+    timeout = attempt_budget(_cloud.client_settings(params)["timeout"])
+    if timeout <= 0:
+        raise RemoteAPIError("Nebius: no access token from the configured credentials: the discovery deadline has "
+                             "passed")
     try:
-        sdk.get_token_sync(timeout)
+        token = sdk.get_token_sync(timeout)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # every SDK token failure is reported
         name, details = _status(exc)
         cause = exc.__cause__ or exc.__context__
@@ -207,15 +213,22 @@ def _token(sdk, params):
         reason = f"gRPC {name}: {details}" if name != "UNKNOWN" else (
             f"{type(exc).__name__}: the token service refused the key or did not answer within "
             f"{timeout:g} s")
-        raise RemoteAPIError(f"Nebius: no access token from the configured credentials ({reason})",
+        raise RemoteAPIError(f"Nebius: no access token from the configured credentials ({_secrets.scrub(reason)})",
                              name if name != "UNKNOWN" else None) from None
+    value = getattr(token, "token", None)
+    _secrets.register(value)
+    # gRPC would refuse a token with a line break with an error about the metadata: say what is wrong with it.
+    problem = "is empty or not text" if not isinstance(value, str) or not value else credential_problem(value)
+    if problem:
+        raise RemoteAPIError(f"Nebius: the token the configured credentials gave is not usable: it {problem} "
+                             "(the value is not shown)")
 
 
 def _status(error):
     status = getattr(error, "status", None)
     code = getattr(status, "code", None)
     name = getattr(code, "name", None) or "UNKNOWN"
-    return name, str(getattr(status, "message", "") or "")[:300]
+    return name, _secrets.excerpt(str(getattr(status, "message", "") or ""), 300)
 
 
 def _sdk_problem(error):
@@ -224,7 +237,7 @@ def _sdk_problem(error):
     text = str(error)
     if "decode" in text.lower() or "parse" in text.lower() or type(error).__name__ == "DecodeError":
         return "the response is not a ListInstancesResponse"
-    return f"{type(error).__name__}: {text[:200]}"
+    return f"{type(error).__name__}: {_secrets.excerpt(text)}"
 
 
 def _pushback(request):

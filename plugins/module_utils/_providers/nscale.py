@@ -15,6 +15,7 @@ params: ``instances``, ``api_url`` (the Radar URL; required), ``organization`` (
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import paginate
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, RemoteAPIError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
@@ -42,7 +43,7 @@ def _page(client, region, size, offset, seen):
     body = client.json("GET", PATH, params={"limit": size, "offset": offset}, headers={"X-Region": region})
     where = f"GET {PATH} (region {region}, offset {offset})"
     if not isinstance(body, list) or not all(isinstance(item, dict) for item in body):
-        raise RemoteAPIError(f"{where}: expected a list of instance topologies, got {str(body)[:100]}")
+        raise RemoteAPIError(f"{where}: expected a list of instance topologies, got {_secrets.excerpt(str(body), 100)}")
     if not body:
         return [], None
     ids = {str(item.get("instance_id")) for item in body}

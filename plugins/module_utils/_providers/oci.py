@@ -24,11 +24,19 @@ certificate exchanged for a token at the federation endpoint) and ``resource_pri
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
+from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
+    MAX_CREDENTIAL_BYTES,
+    MAX_RESPONSE_BYTES,
+    HttpClient,
+    HttpError,
     RetryableError,
+    bound_session,
     call_with_retries,
     paginate,
     retry_after_seconds,
@@ -38,6 +46,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     NodeDataError,
     RemoteAPIError,
     TopologyError,
+    clip,
+    credential_problem,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
@@ -47,6 +57,11 @@ DEFAULT_COMPUTE_URL = _specs.OCI_COMPUTE_URL
 DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS["page_size"]["default"]
 DEFAULT_CONFIG_FILE = "~/.oci/config"
 TIER_FIELDS = ("local_block_id", "network_block_id", "hpc_island_id")
+METADATA_BASE_URL = "http://169.254.169.254/opc/v2"
+METADATA_ENV = "OCI_METADATA_BASE_URL"
+METADATA = "the OCI instance metadata service"
+# The SDK refreshes a token that expires within this many seconds before every request it signs.
+TOKEN_JITTER = 60
 
 
 def _sdk():
@@ -100,11 +115,10 @@ def credentials(oci, creds, params, region):
                 return config, oci.signer.Signer.from_config(config), config["tenancy"]
             return config, _session_signer(oci, config), config["tenancy"]
         if auth == "instance_principal":
-            kwargs = {"federation_endpoint": params["federation_url"]} if params.get("federation_url") else {}
-            signer = oci.auth.signers.InstancePrincipalsSecurityTokenSigner(**kwargs)
-            return {}, signer, signer.tenancy_id
+            return _instance_principal(oci, params)
         if auth == "resource_principal":
-            signer = oci.auth.signers.get_resource_principals_signer()
+            signer = _within(params, "the resource principal signer (OCI_RESOURCE_PRINCIPAL_*)",
+                             oci.auth.signers.get_resource_principals_signer)
             return {}, signer, signer.tenancy_id
     except TopologyError:
         raise
@@ -118,12 +132,142 @@ def credentials(oci, creds, params, region):
     except oci.exceptions.ClientError as exc:
         raise TopologyError(f"oci creds ({auth}): {type(exc).__name__}; the values are not shown") from None
     except oci.exceptions.ServiceError as exc:
-        raise RemoteAPIError(f"oci creds ({auth}): the token service answered HTTP {exc.status} {exc.code}",
-                             exc.status) from None
+        raise RemoteAPIError(f"oci creds ({auth}): the token service answered HTTP {exc.status} "
+                             f"{_secrets.excerpt(exc.code, 100)}", exc.status) from None
     except (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout) as exc:
         raise RemoteAPIError(f"oci creds ({auth}): the token or metadata service is unreachable "
                              f"({type(exc).__name__})") from None
     raise TopologyError(f"oci creds.auth must be one of {', '.join(_specs.OCI_AUTH_METHODS)}, got {auth!r}")
+
+
+def _within(params, what, function):
+    """``function()`` (an SDK call that may use the network) within one attempt's time and the deadline."""
+    budget = attempt_budget(_cloud.client_settings(params)["timeout"])
+    if budget <= 0:
+        raise RemoteAPIError(f"{what}: the discovery deadline has passed")
+    try:
+        return call_within(function, budget)
+    except TimeoutError:
+        raise RemoteAPIError(f"{what}: no result within {budget:g} s") from None
+
+
+# -- instance principal: the metadata service's certificate, federated for a session token ---------------------
+
+def _instance_principal(oci, params):
+    """``({}, signer, tenancy)`` for an instance principal, every exchange bounded and checked.
+
+    The SDK's own signer reads the metadata service with 8 attempts of 10 + 60 s each and posts to the
+    federation endpoint with its default retries and no byte limit: a metadata service answering 500 held a
+    run for 93 s, a 300 MB body took a gigabyte, a 2 MB HTML page became the error message. Here the
+    metadata documents come through the collection's HTTP client (MAX_CREDENTIAL_BYTES each, params.timeout,
+    the retry policy, the deadline), the SDK's federation client runs without retries or circuit breaker
+    over a bounded session, and what each returns is checked before the SDK reads it.
+    """
+    from oci.auth.certificate_retriever import PEMStringCertificateRetriever  # pylint: disable=import-outside-toplevel
+    from oci.auth.federation_client import X509FederationClient  # pylint: disable=import-outside-toplevel
+    from oci.auth.session_key_supplier import SessionKeySupplier  # pylint: disable=import-outside-toplevel
+    from oci.auth.signers.security_token_signer import (  # pylint: disable=import-outside-toplevel
+        X509FederationClientBasedSecurityTokenSigner)
+
+    settings = _cloud.client_settings(params)
+    base = (os.environ.get(METADATA_ENV) or "").strip() or METADATA_BASE_URL
+    client = HttpClient(base, headers={"Authorization": "Bearer Oracle"}, timeout=settings["timeout"],
+                        attempts=settings["attempts"], backoff=settings["backoff"],
+                        max_retry_after=settings["max_retry_after"], sleep=settings["sleep"],
+                        max_response_bytes=MAX_CREDENTIAL_BYTES)
+    documents = {}
+    for path in ("/instance/region", "/identity/cert.pem", "/identity/key.pem", "/identity/intermediate.pem"):
+        try:
+            documents[path] = client.request("GET", path).text
+        except HttpError as exc:
+            raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} failed: {exc}", exc.status) from None
+    _secrets.register(documents["/identity/key.pem"])
+    region = _metadata_region(oci, documents["/instance/region"])
+    leaf = _metadata_pem(documents["/identity/cert.pem"], "/identity/cert.pem", "CERTIFICATE")
+    key = _metadata_pem(documents["/identity/key.pem"], "/identity/key.pem", "PRIVATE KEY")
+    intermediate = _metadata_pem(documents["/identity/intermediate.pem"], "/identity/intermediate.pem", "CERTIFICATE")
+    try:
+        leaf_retriever = PEMStringCertificateRetriever(certificate_pem=leaf, private_key_pem=key)
+        certificate = leaf_retriever.get_certificate_as_certificate()
+        intermediate_retriever = PEMStringCertificateRetriever(certificate_pem=intermediate)
+        intermediate_retriever.get_certificate_as_certificate()
+        tenancy = oci.auth.auth_utils.get_tenancy_id_from_certificate(certificate)
+    except (ValueError, TypeError, RuntimeError, oci.exceptions.InvalidPrivateKey) as exc:
+        raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} GET /identity/*.pem: the leaf certificate, "
+                             f"its key or the intermediate certificate is unusable ({type(exc).__name__}: a PEM "
+                             "certificate naming the tenancy, opc-tenant:<ocid>, and its RSA key are needed)") from None
+    endpoint = params.get("federation_url") or f"{oci.regions.endpoint_for('auth', region)}/v1/x509"
+    verify, ca_bundle = _cloud.tls_settings(params)
+    federation = X509FederationClient(
+        federation_endpoint=endpoint, tenancy_id=tenancy, session_key_supplier=SessionKeySupplier(),
+        leaf_certificate_retriever=leaf_retriever, intermediate_certificate_retrievers=[intermediate_retriever],
+        cert_bundle_verify=(ca_bundle or True) if verify else False, retry_strategy=oci.retry.NoneRetryStrategy(),
+        circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy())
+    bound_session(federation.requests_session, settings["timeout"], MAX_CREDENTIAL_BYTES)
+    _federate(oci, params, federation, f"oci creds (instance_principal): the federation endpoint POST {endpoint}")
+    return {}, X509FederationClientBasedSecurityTokenSigner(federation), tenancy
+
+
+def _metadata_region(oci, text):
+    region = text.strip().lower()
+    if not region or len(region) > 64 or not all(char.isascii() and (char.isalnum() or char == "-") for char in region):
+        raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} GET /instance/region: not a region name: "
+                             f"{clip(_secrets.scrub(text))}")
+    return oci.regions.REGIONS_SHORT_NAMES.get(region, region)
+
+
+def _metadata_pem(text, path, kind):
+    if not text.isascii() or "-----BEGIN" not in text or kind not in text:
+        raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} GET {path}: not a PEM {kind.lower()} "
+                             "(the content is not shown)")
+    return text
+
+
+def _federate(oci, params, federation, what):
+    """The session token, under the collection's retry policy; its shape checked (a JWT whose exp is ahead)."""
+    import jwt  # pylint: disable=import-outside-toplevel  # the OCI SDK's own dependency
+    from oci._vendor import requests as vendored  # pylint: disable=import-outside-toplevel
+
+    settings = _cloud.client_settings(params)
+
+    def attempt():
+        budget = attempt_budget(settings["timeout"])
+        if budget <= 0:
+            raise RemoteAPIError(f"{what}: the discovery deadline has passed")
+        try:
+            return call_within(federation.refresh_security_token, budget)
+        except TimeoutError:
+            raise RetryableError(f"no complete response within {budget:g} s") from None
+        except HttpError as exc:  # the bounded session's refusal: too large, a redirect to another host, the deadline
+            raise RemoteAPIError(f"oci creds (instance_principal): the federation endpoint: {exc}", exc.status) from None
+        except oci.exceptions.ServiceError as exc:
+            if exc.status == 429 or exc.status >= 500:
+                raise RetryableError(f"HTTP {exc.status}", retry_after_seconds((exc.headers or {}).get("Retry-After"))) \
+                    from None
+            raise RemoteAPIError(f"{what}: HTTP {exc.status} {_secrets.excerpt(exc.code, 100)}: "
+                                 f"{_secrets.excerpt(exc.message)}", exc.status) from None
+        except (vendored.exceptions.Timeout, vendored.exceptions.ConnectionError) as exc:
+            raise RetryableError(exc.__class__.__name__) from None
+        except vendored.exceptions.RequestException as exc:
+            raise RemoteAPIError(f"{what}: the request failed ({exc.__class__.__name__})") from None
+        except RuntimeError as exc:  # the SDK's words for a body without a token, or not JSON: never repeated
+            reason = "the response is not JSON" if "parse" in str(exc) else "the response has no token"
+            raise RemoteAPIError(f"{what}: {reason}") from None
+        except (jwt.exceptions.PyJWTError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise RemoteAPIError(f"{what}: the token is not a JWT ({type(exc).__name__}); it is not shown") from None
+
+    token = call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
+                              max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
+    _secrets.register(token)
+    claims = getattr(getattr(federation, "security_token", None), "jwt", None)
+    expires = claims.get("exp") if isinstance(claims, dict) else None
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)):
+        raise RemoteAPIError(f"{what}: the token (a JWT) has no numeric exp claim; it is not shown")
+    if expires - TOKEN_JITTER <= time.time():
+        raise RemoteAPIError(f"{what}: the token has expired or expires within {TOKEN_JITTER} s (exp {expires:g})")
+    if not isinstance(token, str) or credential_problem(token):
+        raise RemoteAPIError(f"{what}: the token is not usable in a header; it is not shown")
+    return token
 
 
 def _api_key_config(oci, creds, region):
@@ -203,9 +347,12 @@ def _read(path, what, path_is_secret=True):
 def _client(oci, cls, config, signer, params, endpoint, region):
     settings = _cloud.client_settings(params)
     client = cls(dict(config, region=region), signer=signer, service_endpoint=endpoint,
-                 retry_strategy=oci.retry.NoneRetryStrategy(), timeout=(settings["timeout"], settings["timeout"]))
+                 retry_strategy=oci.retry.NoneRetryStrategy(), timeout=(settings["timeout"], settings["timeout"]),
+                 circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy())
     verify, ca_bundle = _cloud.tls_settings(params)
     client.base_client.session.verify = ca_bundle or verify
+    # Each exchange: its timeouts from the attempt's and the deadline's, its body at most MAX_RESPONSE_BYTES.
+    bound_session(client.base_client.session, settings["timeout"], MAX_RESPONSE_BYTES)
     return client
 
 
@@ -218,13 +365,20 @@ def _call(oci, params, what, function):
     settings = _cloud.client_settings(params)
 
     def attempt():
+        # The SDK's timeouts bound each socket read: a total limit per attempt, as for HTTP.
+        budget = attempt_budget(settings["timeout"])
+        if budget <= 0:
+            raise RemoteAPIError(f"{what}: the discovery deadline has passed")
         try:
-            return function()
+            return call_within(function, budget)
+        except TimeoutError:
+            raise RetryableError(f"no complete response within {budget:g} s") from None
         except oci.exceptions.ServiceError as exc:
             if exc.status == 429 or exc.status >= 500:
                 raise RetryableError(f"HTTP {exc.status}",
                                      retry_after_seconds((exc.headers or {}).get("Retry-After"))) from None
-            raise RemoteAPIError(f"{what}: HTTP {exc.status}: {exc.code}: {str(exc.message)[:200]}", exc.status) from None
+            raise RemoteAPIError(f"{what}: HTTP {exc.status}: {_secrets.excerpt(exc.code, 100)}: "
+                                 f"{_secrets.excerpt(exc.message)}", exc.status) from None
         except (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout) as exc:
             text = str(exc)
             reason = "ReadTimeout" if "Read timed out" in text else "ConnectTimeout" if isinstance(

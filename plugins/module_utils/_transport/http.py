@@ -12,12 +12,14 @@ import hashlib
 import json
 import math
 import time
+from urllib.parse import urljoin, urlsplit
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import (
     attempt_budget,
     call_within,
     remaining_time,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError, clip, credential_problem
 
 try:
@@ -30,6 +32,9 @@ except ImportError:  # pragma: no cover - exercised only where requests is missi
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # A decoded body larger than this is refused (a gzip bomb or a runaway server), not held in memory.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+# A credential, token or metadata document is a few KiB: a larger answer from a metadata service, a token
+# exchange or a federation endpoint is refused (a 300 MB body once took a gigabyte of memory).
+MAX_CREDENTIAL_BYTES = 256 * 1024
 # 500,000 instances at 100 a page; a server that pages forever is stopped here (or by the deadline).
 MAX_PAGES = 5_000
 _CHUNK = 64 * 1024
@@ -53,6 +58,17 @@ def check_header_values(headers, what):
         problem = credential_problem(value)
         if problem:
             raise HttpError(f"{what}: the value of header {name!r} {problem} (the value is not shown)")
+        if str(name).lower() in CREDENTIAL_HEADERS and value not in PUBLIC_HEADER_VALUES:
+            # The credential, and the credential without its scheme ("Bearer <token>"): secrets of the run.
+            _secrets.register(value, value.split(" ", 1)[-1])
+
+
+# Headers whose values are credentials (registered as secrets of the run, never shown).
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-auth-token", "x-api-key",
+                                "x-amz-security-token", "x-aws-ec2-metadata-token"})
+# Fixed values a protocol prescribes (OCI's instance metadata service wants "Authorization: Bearer Oracle"):
+# no secret, and masking "Oracle" in every message would hide nothing.
+PUBLIC_HEADER_VALUES = frozenset({"Bearer Oracle"})
 
 
 class Response:
@@ -99,6 +115,7 @@ class HttpClient:
         if auth is not None and isinstance(auth, tuple):
             check_header_values({f"basic auth {part}": value for part, value in zip(("user", "password"), auth)},
                                 self.base_url)
+            _secrets.register_basic_auth(*auth[:2])
         self.session = session or requests.Session()
         self.session.headers.update(headers or {})
         self.session.auth = auth
@@ -146,7 +163,7 @@ class HttpClient:
     def _fetch(self, method, url, what, kwargs, deadline):
         try:
             response = self.session.request(method, url, timeout=self.timeout, verify=self.verify, stream=True,
-                                            **kwargs)
+                                            hooks={"response": _same_origin_redirects_only}, **kwargs)
         except requests.exceptions.SSLError as exc:
             raise HttpError(f"{what}: TLS verification failed ({exc.__class__.__name__}); "
                             "set ca_bundle to the CA that signed the server's certificate") from None
@@ -184,12 +201,114 @@ class HttpClient:
             return response.json()
         except ValueError as exc:
             reason = str(exc) if "nested" in str(exc) else "the response is not JSON"
-            raise HttpError(f"{method} {self.url(path)}: {reason}: {response.text[:200]!r}") from None
+            raise HttpError(f"{method} {self.url(path)}: {reason}: {_secrets.excerpt(response.text)!r}") from None
 
 
 def _detail(response):
-    text = (response.text or "").strip().replace("\n", " ")
-    return f": {text[:200]}" if text else ""
+    """What an error message quotes of a refusal's body: scrubbed of the run's secrets, then clipped."""
+    text = _secrets.excerpt(response.text or "")
+    return f": {text}" if text else ""
+
+
+def _origin(url):
+    parts = urlsplit(url)
+    scheme = (parts.scheme or "").lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _shown_origin(url):
+    scheme, host, port = _origin(url)
+    return f"{scheme}://{host}:{port}" if host else "a URL without a host"
+
+
+def refuse_cross_origin_redirect(url, response, what):
+    """HttpError when ``response`` (to a request for ``url``) redirects to another scheme, host or port.
+
+    A 307 or 308 re-sends the request's body (a signed assertion, a password, a certificate) and a 302
+    its query: a credential exchange never follows one to another host. Same-origin redirects are left
+    to the caller's redirect limit.
+    """
+    location = response.headers.get("location")
+    if location is None:
+        return
+    target = urljoin(response.url or url, location)
+    if _origin(target) != _origin(response.url or url):
+        raise HttpError(f"{what}: redirected (HTTP {response.status_code}) to another host ({_shown_origin(target)}); "
+                        "refused: requests with credentials never follow a redirect to another host",
+                        response.status_code)
+
+
+def _same_origin_redirects_only(response, *args, **kwargs):
+    if response.is_redirect:
+        request = response.request
+        refuse_cross_origin_redirect(request.url, response, f"{request.method} {_without_query(request.url)}")
+    return response
+
+
+def _without_query(url):
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def _clamped(timeout, budget):
+    if isinstance(timeout, tuple):
+        return tuple(budget if part is None else min(part, budget) for part in timeout)
+    return budget if timeout is None else min(timeout, budget)
+
+
+def bound_session(session, timeout, max_bytes=MAX_CREDENTIAL_BYTES):
+    """Hold every request an SDK sends through ``session`` (requests', or an SDK's vendored copy) to the
+    collection's limits; returns ``session``.
+
+    Each exchange: ``timeout`` (and the discovery deadline) as its socket timeouts, its body read at once
+    and refused past ``max_bytes``, a redirect to another scheme, host or port refused (the SDK's own
+    redirect limit applies to the others). The SDK call itself runs under ``call_within`` in the provider:
+    a socket timeout bounds each read, not a server that drips.
+    """
+    send = session.send
+
+    def bounded_send(request, **kwargs):
+        what = f"{request.method} {_without_query(request.url)}"
+        budget = attempt_budget(timeout)
+        if budget <= 0:
+            raise HttpError(f"{what}: the discovery deadline has passed")
+        follow = kwargs.pop("allow_redirects", True)
+        kwargs["stream"] = True
+        kwargs["timeout"] = _clamped(kwargs.get("timeout"), budget)
+        response = send(request, allow_redirects=False, **kwargs)
+        _read_whole(response, what, max_bytes, time.monotonic() + budget)
+        if response.is_redirect:
+            refuse_cross_origin_redirect(request.url, response, what)
+            if follow:
+                chain = [response, *session.resolve_redirects(response, request, **kwargs)]
+                response = chain.pop()
+                response.history = chain
+        return response
+
+    session.send = bounded_send
+    return session
+
+
+def _read_whole(response, what, max_bytes, deadline):
+    """Read a streamed response's body into it (``content``), at most ``max_bytes``, before ``deadline``."""
+    chunks, size = [], 0
+    try:
+        for chunk in response.iter_content(_CHUNK):
+            size += len(chunk)
+            if size > max_bytes:
+                raise HttpError(f"{what}: the response is larger than {max_bytes} bytes; refused")
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise HttpError(f"{what}: the response was still arriving at the time limit")
+    except HttpError:
+        response.close()
+        raise
+    response._content = b"".join(chunks)  # pylint: disable=protected-access  # what .content returns
+    response._content_consumed = True  # pylint: disable=protected-access
 
 
 class RetryableError(Exception):

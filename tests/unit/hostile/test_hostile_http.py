@@ -6,6 +6,9 @@ none may hang, raise another exception, or hold an unbounded body in memory.
 
 from __future__ import annotations
 
+import json
+from urllib.parse import quote
+
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import deadline as _deadline
@@ -126,3 +129,47 @@ def test_an_aws_attempt_has_a_total_limit_too(faults):
     creds = {"access_key_id": "AKIATESTTESTTESTTEST", "secret_access_key": "not-a-real-secret"}
     with pytest.raises(HttpError, match=r"EC2 DescribeInstanceTopology in us-east-1: no complete response within 2 s"):
         _providers.discover("aws", params, creds)
+
+
+def test_a_post_redirected_to_another_host_is_refused_before_its_body_is_sent_again(faults):
+    with FaultServer() as elsewhere:
+        http = client(faults)
+        with pytest.raises(HttpError, match=r"POST http://127.0.0.1:\d+/redirect: redirected \(HTTP 307\) to another "
+                                            r"host \(http://127.0.0.1:\d+\); refused"):
+            http.json("POST", "/redirect", params={"to": elsewhere.url("/json")},
+                      json={"username": "u", "password": "never-re-posted"})
+        assert not elsewhere.requests
+
+
+def test_a_refusal_that_echoes_the_token_is_quoted_without_it():
+    """The shared client's error detail: 200 characters of the body, scrubbed of the run's secrets first."""
+    from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets
+    from tests.integration.fake_apis import FakeHttpApi, text_reply
+
+    token = 'env-token-"q"%+/=\u00e9'
+    echo = f"invalid token {token} ({quote(token, safe='')}, {json.dumps(token)})"
+    server = FakeHttpApi(lambda request: text_reply(echo, status=401))
+    try:
+        with secrets.scope():
+            secrets.register(token)
+            with pytest.raises(HttpError) as info:
+                HttpClient(server.url, attempts=1).json("GET", "/x")
+        assert "HTTP 401: invalid token ********" in str(info.value)
+        assert all(form not in str(info.value) for form in (token, quote(token, safe=""), json.dumps(token)[1:-1]))
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("path, message", [
+    ("/huge", r"GET http://127.0.0.1:\d+/huge: the response is larger than 262144 bytes; refused"),
+    ("/html", r"GET http://127.0.0.1:\d+/html: the response is larger than 262144 bytes; refused"),
+    ("/redirect", r"redirected \(HTTP 307\) to another host \(http://127.0.0.2:9\); refused"),
+])
+def test_an_sdk_session_is_held_to_the_credential_limits(faults, path, message):
+    """What an SDK sends through ``bound_session`` (OCI's federation, google-auth's token requests, boto3)."""
+    import requests
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import bound_session
+
+    session = bound_session(requests.Session(), 2.0)
+    with pytest.raises(HttpError, match=message):
+        session.get(faults.url(path), timeout=(10, 60))
