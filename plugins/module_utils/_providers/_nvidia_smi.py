@@ -202,10 +202,9 @@ def _q_records(node, lines):
         key, colon, value = stripped.partition(":")
         key = key.strip()
         if not colon:
-            if key == "Fabric" and (current is None or "fabric.state" in current[1] or not records):
+            if key == "Fabric" and (current is None or "fabric.state" in current[1]):
                 # Output cut to the Fabric sections, without GPU headers: each section is a GPU.
-                if current is None or "fabric.state" in current[1]:
-                    current = _new_record(node, records, f"line {number}")
+                current = _new_record(node, records, f"line {number}")
             path.append((depth, key))
             continue
         section = path[-1][1] if path else None
@@ -351,7 +350,8 @@ def summarize(node, records, attached=None):
         facts.update(fabric="domain", cluster_uuid=uuid, clique_id=clique, domain=domain)
     else:
         facts["fabric"] = "node" if ("node", None) in kinds else "none"
-    health = {field.rsplit(".", 1)[1]: available(record.get(field)) for _where_, record in records
+    # The rows the GPUs reported (a later GPU's value wins: the facts show one value per row).
+    health = {field.rsplit(".", 1)[1]: available(record.get(field)) for _row, record in records
               for field in HEALTH_FIELDS if available(record.get(field)) is not None}
     if health:
         facts["health"] = health
