@@ -181,8 +181,8 @@ def wait_for_nfd_master(k8s, api, namespace, test_id, labels):
     k8s_testbed.wait_until(labelled, timeout=WAIT, what="nfd-master labels the nodes from the NodeFeatureRule")
 
 
-def test_real_nfd_master_fills_every_group_labels_the_nodes_and_follows_a_rewire(k8s, k8s_namespace, nfd_master,
-                                                                                monkeypatch):
+def test_real_nfd_master_fills_every_group_labels_the_nodes_and_follows_a_rewire(
+        k8s, k8s_namespace, nfd_master, monkeypatch):
     api = client(k8s.kubeconfig)
     test_id = new_id()
     prefix = f"t{test_id}"
@@ -218,8 +218,7 @@ def test_real_nfd_master_fills_every_group_labels_the_nodes_and_follows_a_rewire
     assert written(nodes, node_state(api, test_id)) == []
 
 
-def test_real_nfd_master_writes_the_status_of_groups_in_its_own_namespace_only(k8s, k8s_namespace, nfd_master,
-                                                                              monkeypatch):
+def test_real_nfd_master_writes_the_status_of_groups_in_its_own_namespace_only(k8s, nfd_master, monkeypatch):
     api = client(k8s.kubeconfig)
     test_id = new_id()
     prefix = f"t{test_id}"
@@ -230,11 +229,13 @@ def test_real_nfd_master_writes_the_status_of_groups_in_its_own_namespace_only(k
                                            "kubeconfig": str(k8s.kubeconfig), "namespace": other}, monkeypatch)
         assert not result["failed"], result.get("msg")
         group = nfd.stable_object_name("topograph-accelerator-domain", f"{prefix}-rack01")
-        # nfd-master sees the group of another namespace, looks for it by name in its own namespace
-        # (KUBERNETES_NAMESPACE), finds none and skips it: its status is never written.
+
         def skipped():
             return any("NodeFeatureGroup not found, skip update" in line and f'"{group}"' in line
                        for line in nfd_master.log().splitlines())
+
+        # nfd-master sees the group of another namespace, looks for it by name in its own namespace
+        # (KUBERNETES_NAMESPACE), finds none and skips it: its status is never written.
         k8s_testbed.wait_until(skipped, timeout=WAIT, what=f"nfd-master skips {other}/{group}")
         assert group_members(objects(api, other, "nodefeaturegroups")[group]) == []
         # The NodeFeatures of any namespace are read: the nodes are labelled all the same.
