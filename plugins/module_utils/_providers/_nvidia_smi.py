@@ -108,6 +108,8 @@ Q_NAMES = {
 _GPU_HEADER = re.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _ATTACHED = re.compile(r"Attached GPUs\s*:\s*(\d{1,4})\s*")
 _FIELD_NAME = re.compile(r"[a-z][A-Za-z0-9_.]*")
+# What summarize says of a node's GPUs: in a multi-node domain, NVLink inside the node only, no fabric.
+FABRIC_KINDS = ("domain", "node", "none")
 COMPLETED = "Completed"
 SUCCESS = "Success"
 # One row per GPU is a few hundred bytes; -q of 8 GPUs is about 60 KB; a node has at most a few dozen GPUs.
@@ -378,6 +380,8 @@ def decide(node, facts, require_domain=False, where=None, gathered=False):
                        if gathered else str(facts[key]))
     if "fabric" not in facts:
         return _legacy_domain(node, facts, require_domain, where)
+    if facts["fabric"] not in FABRIC_KINDS:
+        raise NodeDataError(f"{where}: fabric must be one of {', '.join(FABRIC_KINDS)}, got {clip(facts['fabric'])}")
     if facts["fabric"] == "domain":
         return _checked_domain(node, facts, where)
     serial = (facts.get("location") or {}).get("chassis_serial_number") if isinstance(facts.get("location"), dict) \
