@@ -80,5 +80,7 @@ def plan_drains(topology, scontrol, max_node_loss, force, warn):
 def run_drains(drains, scontrol, check_mode):
     """Send the planned drains and resumes (``plan_drains``); in check mode nothing is sent."""
     if not check_mode:
+        # Imported where it is used (as plan_drains does): a run without drain_unhealthy never loads it.
+        from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
         for args in slurm_drain.commands(drains["drained"], drains["resumed"]):
             scontrol(args)
