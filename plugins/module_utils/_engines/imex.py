@@ -183,3 +183,33 @@ def peer_plan(topology, records) -> dict:
             plan["addresses"].append(address)
         domains[domain] = plan
     return {"domains": domains, "hosts": hosts, "errors": errors}
+
+
+CONFIG_HEADER = (
+    "# NVIDIA IMEX configuration, written by the aifactory.topology.imex role: edits here are replaced.\n"
+    "# NVLink domain {domain}; its peers are listed in {nodes_config_path}.\n"
+    "# nvidia-imex reads this file only when it starts; the role restarts it after a change.\n"
+)
+
+
+def render_nodes_config(addresses) -> str:
+    """``nodes_config.cfg``: one peer address a line, in the domain's order."""
+    return "".join(f"{address}\n" for address in addresses)
+
+
+def render_config(settings, domain, nodes_config_path) -> str:
+    """``config.cfg``: the header, then ``KEY=value`` in the order of ``settings``.
+
+    A None value leaves its key out (IMEX then uses its built-in default); a boolean is written 1 or 0.
+    A value that is not one line of text, a number or a boolean is a ValueError naming the key.
+    """
+    lines = [CONFIG_HEADER.format(domain=domain, nodes_config_path=nodes_config_path)]
+    for key, value in settings.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = int(value)
+        elif not isinstance(value, (str, int, float)) or (isinstance(value, str) and ("\n" in value or "\r" in value)):
+            raise ValueError(f"config.{key}: the value must be one line of text, a number, a boolean or null")
+        lines.append(f"{key}={value}\n")
+    return "".join(lines)
