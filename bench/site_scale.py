@@ -103,8 +103,8 @@ def measure(racks: int, collections: str, old_collections: str) -> list[dict]:
     nodes = racks * RACK_SIZE
     root = Path(tempfile.mkdtemp(prefix=f"site-scale-{nodes}-"))
     try:
-        (root / "nvidia-version").write_text("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.124.06  "
-                                            "Release Build  (dvs-builder@U16-I3-B13-3-1)\n")
+        version = "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.124.06  Release Build  (dvs-builder@U16-I3-B13-3-1)\n"
+        (root / "nvidia-version").write_text(version)
         (root / "inventory.yml").write_text(yaml.safe_dump(inventory(root, racks)))
         for name, plays in PLAYBOOKS.items():
             (root / name).write_text(yaml.safe_dump(plays, sort_keys=False))

@@ -26,7 +26,7 @@ def run(outputs, **options):
 
 
 def test_an_extra_query_column_is_never_folded_into_the_status():
-    extra = "".join(f"{UUID}, 7, Completed, Success, 1410 MHz\n" for _ in range(4))
+    extra = f"{UUID}, 7, Completed, Success, 1410 MHz\n" * 4
     topology, _warnings = run({"gpu1": extra})
     record = topology.quarantined["gpu1"]
     assert not record.unhealthy and "row 1: expected one of 17, 11, 10, 4, 2 columns, got 5" in record.reason
