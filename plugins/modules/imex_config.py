@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: imex_config
 short_description: Write a node's NVIDIA IMEX files, config.cfg and nodes_config.cfg, in one task
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Renders C(nodes_config.cfg) (the peer addresses of the node's NVLink domain, one a line, in the order given)
     and C(config.cfg) (a header naming the domain and the peer file, then C(KEY=value) in the order of O(config)),
