@@ -27,7 +27,7 @@ from tests.integration.test_provider_gcp import (
     service_account_key,
     signing_key,
 )
-from tests.integration.test_provider_nscale import offset_route
+from tests.integration.fake_clouds import nscale_offset_route as offset_route
 from tests.integration.test_provider_nebius import METHOD as NEBIUS_METHOD
 from tests.integration.test_provider_nebius import PROJECT as NEBIUS_PROJECT
 from tests.integration.test_provider_nebius import instance as nebius_instance

@@ -23,43 +23,20 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from tests.ansible_run import REPO
 
 from tests.integration.fake_apis import (
-    HANG,
     NO_WAIT,
-    Pages,
     discover,
     json_reply,
     placement,
-    slurm_topology_run,
     text_reply,
     topology_info_run,
 )
+from tests.integration.fake_clouds import GCP_TOKEN as TOKEN
+from tests.integration.fake_clouds import GCP_ZONE
+from tests.integration.fake_clouds import gcp_instance as instance
+from tests.integration.fake_clouds import gcp_instance_list as instance_list
+from tests.integration.fake_clouds import gcp_params as params
 
-TOKEN = "ya29.gcp-token-3e8a"
-
-
-def instance(instance_id, name, cluster=None, block=None, subblock=None):
-    item = {"kind": "compute#instance", "id": instance_id, "name": name, "status": "RUNNING"}
-    if cluster or block or subblock:
-        host = {"cluster": cluster, "block": block, "subblock": subblock, "host": f"h-{instance_id}"}
-        item["resourceStatus"] = {"physicalHostTopology": {k: v for k, v in host.items() if v}}
-    return item
-
-
-def instance_list(items, next_token=None):
-    body = {"kind": "compute#instanceList", "id": "projects/p/zones/z/instances",
-            "selfLink": "https://www.googleapis.com/compute/v1/projects/p/zones/z/instances"}
-    if items:
-        body["items"] = items
-    if next_token:
-        body["nextPageToken"] = next_token
-    return json_reply(body)
-
-
-def params(server, instances, **extra):
-    return dict(NO_WAIT, instances=instances, project_id="ml-proj", api_url=server.url, **extra)
-
-
-ZONE_A = "us-central1-a"
+ZONE_A = GCP_ZONE
 
 
 def route(request):
@@ -93,45 +70,6 @@ def test_zones_pages_tiers_subblock_domain_and_missing_instances(fake_http, monk
     topology, _warnings = discover("gcp", params(server, instances), {"access_token": TOKEN})
     assert placement(topology, "n1101") == (["sb1", "b1", "c1"], "sb1", None)
     assert placement(topology, "n1103") == (["sb3", "b2", "c1"], "sb3", None)
-
-
-def test_a_repeated_page_token_stops_with_an_error(fake_http):
-    server = fake_http(lambda request: instance_list([instance("1", "a", "c", "b", "s")], next_token="loop"))
-    with pytest.raises(Exception, match="page token 'loop' twice"):
-        discover("gcp", params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]), {"access_token": TOKEN})
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    server = fake_http(Pages(json_reply({"error": {"code": 429}}, 429, {"Retry-After": "3"}),
-                             json_reply({"error": {"code": 503}}, 503),
-                             instance_list([instance("1", "a", "c", "b", "s")])))
-    topology, _warnings = discover("gcp", dict(params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]),
-                                               retry_backoff=0.5, retry_after_max=60), {"access_token": TOKEN})
-    assert sleeps == [3.0, 1.0] and len(server.requests) == 3 and topology.nodes["n1"].switch == "s"
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(lambda request: json_reply({"error": {"code": 502}}, 502))
-    with pytest.raises(Exception, match="HTTP 502 after 4 attempts"):
-        discover("gcp", dict(params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]), retry_attempts=4),
-                 {"access_token": TOKEN})
-    assert len(server.requests) == 4 and sleeps == [0, 0, 0]
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(lambda request: HANG)
-    with pytest.raises(Exception, match="ReadTimeout after 2 attempts"):
-        discover("gcp", dict(params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]), timeout=0.3,
-                             retry_attempts=2), {"access_token": TOKEN})
-    assert len(server.requests) == 2
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(lambda request: json_reply({"items": {"not": "a list"}}))
-    dest = tmp_path / "topology.conf"
-    result = slurm_topology_run(monkeypatch, "gcp", params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]),
-                                dest, {"access_token": TOKEN})
-    assert result["failed"] and "items is not a list" in result["msg"] and not dest.exists()
 
 
 def test_token_from_the_environment(fake_http, monkeypatch):
