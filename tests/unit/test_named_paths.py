@@ -30,8 +30,8 @@ The rule, so that a renamed or moved file fails here instead of misleading a rea
 from __future__ import annotations
 
 import ast
+import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,8 +63,12 @@ def named_paths(text, markdown=False):
 
 
 def _file_names():
-    listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return {Path(line).name for line in listed.splitlines()}
+    """The names of the files in the checkout, outside its hidden folders (.git, .venv, .collections)."""
+    names = set()
+    for _folder, subfolders, files in os.walk(REPO):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        names.update(files)
+    return names
 
 
 def exists(word, file_names):
