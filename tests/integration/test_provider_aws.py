@@ -13,7 +13,7 @@ from urllib.parse import quote
 import boto3  # noqa: F401  # pylint: disable=unused-import
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -115,7 +115,7 @@ def test_more_than_100_instances_page_with_max_results(fake_http):
 
 def test_a_repeated_next_token_stops_with_an_error(fake_http):
     server = fake_http(lambda request: topology_reply([instance_xml("i-0001", ["c", "s", "l"])], next_token="again"))
-    with pytest.raises(Exception, match="page token 'again' twice"):
+    with pytest.raises(RemoteAPIError, match="page token 'again' twice"):
         discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-0001": "gpu01"}}]), CREDS)
     assert len(server.requests) == 2
 
@@ -133,7 +133,7 @@ def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
 
 def test_5xx_retries_are_bounded(fake_http, sleeps):
     server = fake_http(lambda request: error_reply(500, "InternalError", "We encountered an internal error."))
-    with pytest.raises(Exception, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
+    with pytest.raises(RemoteAPIError, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
                                         r"after 3 attempts"):
         discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
                              retry_attempts=3, retry_backoff=1), CREDS)
@@ -142,14 +142,14 @@ def test_5xx_retries_are_bounded(fake_http, sleeps):
 
 def test_a_missing_permission_is_not_retried_and_names_it(fake_http):
     server = fake_http(lambda request: error_reply(403, "UnauthorizedOperation", "You are not authorized."))
-    with pytest.raises(Exception, match="UnauthorizedOperation.*ec2:DescribeInstanceTopology"):
+    with pytest.raises(RemoteAPIError, match="UnauthorizedOperation.*ec2:DescribeInstanceTopology"):
         discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]), CREDS)
     assert len(server.requests) == 1
 
 
 def test_timeouts_are_retried_then_reported(fake_http, sleeps):
     server = fake_http(lambda request: HANG)
-    with pytest.raises(Exception, match="ReadTimeoutError after 2 attempts"):
+    with pytest.raises(RemoteAPIError, match="ReadTimeoutError after 2 attempts"):
         discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
                              timeout=0.3, retry_attempts=2), CREDS)
     assert len(server.requests) == 2
@@ -288,7 +288,7 @@ def test_a_named_profile_from_the_shared_credentials_file(fake_http, monkeypatch
     api = fake_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"])]))
     discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="topology"))
     assert "Credential=AKIDNAMEDPROFILE/" in api.requests[0].headers["authorization"]
-    with pytest.raises(Exception, match="aws params.profile: The config profile \\(missing\\) could not be found"):
+    with pytest.raises(TopologyError, match="aws params.profile: The config profile \\(missing\\) could not be found"):
         discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="missing"))
 
 
@@ -432,7 +432,7 @@ def test_a_container_endpoint_on_another_host_over_http_or_one_that_answers_300_
 
     without_ambient_credentials(monkeypatch, tmp_path)
     monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://203.0.113.7/creds")
-    with pytest.raises(Exception, match="plain http is allowed only to a loopback address"):
+    with pytest.raises(TopologyError, match="plain http is allowed only to a loopback address"):
         discover("aws", dict(NO_WAIT, instances=[{"region": "us-east-1", "instances": {"i-1": "n1"}}]))
     with FaultServer() as server:
         monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", server.url("/huge/creds"))

@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
+
 from tests.integration.fake_apis import (
     discover,
     json_reply,
@@ -91,7 +93,7 @@ def test_workload_identity_exchanges_the_projected_token_for_a_key(fake_http, mo
     assert topology.nodes["gpu01"].domain == "d.1"
     assert server.paths() == ["/api/v1/oidc/token", PATH]
     token_file.write_text("another-projected-token")  # refused: the message shows neither token nor body
-    with pytest.raises(Exception, match=r"workload-identity token exchange for .* failed \(HTTP 401\)") as info:
+    with pytest.raises(RemoteAPIError, match=r"workload-identity token exchange for .* failed \(HTTP 401\)") as info:
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]))
     assert "another-projected-token" not in str(info.value) and "echo" not in str(info.value)
 
@@ -107,7 +109,7 @@ def test_neither_token_nor_identity_names_both_ways(fake_http, monkeypatch):
     for name in ("LAMBDA_API_TOKEN", "LAMBDA_API_KEY", "LAMBDA_IDENTITY_LRN", "LAMBDA_ROLE_LRN"):
         monkeypatch.delenv(name, raising=False)
     server = fake_http(lambda request: envelope([]))
-    with pytest.raises(Exception, match="needs creds.token .* or a workload identity: creds.identity_lrn"):
+    with pytest.raises(TopologyError, match="needs creds.token .* or a workload identity: creds.identity_lrn"):
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]))
     assert not server.requests
 
@@ -136,7 +138,7 @@ def test_a_projected_token_with_a_bad_character_is_refused_without_showing_it(fa
     token_file = tmp_path / "token"
     token_file.write_text(bad.format(ACCOUNT_TOKEN))
     server = fake_http(oidc_route)
-    with pytest.raises(Exception, match=r"contains .*; the value is not shown") as info:
+    with pytest.raises(TopologyError, match=r"contains .*; the value is not shown") as info:
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]),
                  {"identity_lrn": LRN, "token_file": str(token_file)})
     assert ACCOUNT_TOKEN[:12] not in str(info.value) and not server.requests
