@@ -79,6 +79,9 @@ def plan_drains(topology, scontrol, max_node_loss, force, warn):
 
 def run_drains(drains, scontrol, check_mode):
     """Send the planned drains and resumes (``plan_drains``); in check mode nothing is sent."""
+    # As in plan_drains: only a run that drains imports the drain engine (statically, for AnsiballZ).
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
+
     if not check_mode:
         for args in slurm_drain.commands(drains["drained"], drains["resumed"]):
             scontrol(args)
