@@ -17,16 +17,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from nebius.api.nebius.common.v1 import ResourceMetadata
 from nebius.api.nebius.iam.v1 import CreateTokenResponse, ExchangeTokenRequest
-from nebius.api.nebius.compute.v1 import (
-    Instance,
-    InstanceSpec,
-    InstanceStatus,
-    InstanceStatusInfinibandTopologyPath,
-    ListInstancesRequest,
-    ListInstancesResponse,
-)
+from nebius.api.nebius.compute.v1 import ListInstancesRequest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
@@ -39,27 +31,10 @@ from tests.integration.fake_apis import (
     slurm_topology_run,
     topology_info_run,
 )
+from tests.integration.fake_nebius import METHOD, PROJECT, instance, page
 
 
-METHOD = "/nebius.compute.v1.InstanceService/List"
 TOKEN = "nebius-iam-token-c0ffee"
-PROJECT = "project-e00abc"
-
-
-def instance(instance_id, path=None, nvl_group="", state=4):
-    status = InstanceStatus(state=state, reconciling=True, reservation_id="res-1")
-    if path is not None:
-        status = InstanceStatus(state=state, reconciling=True, reservation_id="res-1",
-                                infiniband_topology_path=InstanceStatusInfinibandTopologyPath(path=path))
-    return Instance(metadata=ResourceMetadata(id=instance_id, parent_id=PROJECT, name=f"vm-{instance_id}",
-                                              resource_version=7),
-                    spec=InstanceSpec(hostname=f"host-{instance_id[-2:]}", stopped=False,
-                                      nvl_instance_group_id=nvl_group),
-                    status=status)
-
-
-def page(items, token=""):
-    return ListInstancesResponse(items=items, next_page_token=token).SerializeToString()
 
 
 def decoded_requests(server):

@@ -36,18 +36,7 @@ from tests.integration.fake_apis import (
     text_reply,
     topology_info_run,
 )
-
-
-TENANCY = "ocid1.tenancy.oc1..aaaatenancy"
-USER = "ocid1.user.oc1..aaaauser"
-FINGERPRINT = "20:3b:97:13:55:1c:5b:0d:d3:37:d8:50:4e:c5:3a:34"
-PASSPHRASE = "oci-passphrase-77d1"
-KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-PEM = KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                        serialization.BestAvailableEncryption(PASSPHRASE.encode())).decode()
-CREDS = {"tenancy_id": TENANCY, "user_id": USER, "fingerprint": FINGERPRINT, "private_key": PEM,
-         "passphrase": PASSPHRASE}
-AD1, AD2 = "Uocm:PHX-AD-1", "Uocm:PHX-AD-2"
+from tests.integration.fake_oci import AD1, AD2, CREDS, FINGERPRINT, KEY, PASSPHRASE, PEM, TENANCY, USER
 
 
 def _signature_fields(header):
