@@ -130,6 +130,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.metrics import METRICS
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_metrics
 
+
 def main():
     topology_metrics.run(AnsibleModule(**METRICS.module_kwargs(), supports_check_mode=True))
 

@@ -121,7 +121,7 @@ def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
 def test_5xx_retries_are_bounded(fake_http, sleeps):
     server = fake_http(lambda request: error_reply(500, "InternalError", "We encountered an internal error."))
     with pytest.raises(RemoteAPIError, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
-                                        r"after 3 attempts"):
+                                             r"after 3 attempts"):
         discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
                              retry_attempts=3, retry_backoff=1), CREDS)
     assert len(server.requests) == 3 and sleeps == [1, 2]

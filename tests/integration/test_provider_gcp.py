@@ -320,8 +320,8 @@ def test_a_metadata_token_of_the_wrong_shape_is_a_clear_error(fake_http, tmp_pat
     assert not api.requests and "ya29.meta" not in output
 
 
-@pytest.mark.parametrize("answer", [[{"access_token": "ya29.listed"}], {"access_token": ["ya29.listed"],
-                                                                         "expires_in": "soon"}],
+@pytest.mark.parametrize("answer", [[{"access_token": "ya29.listed"}],
+                                    {"access_token": ["ya29.listed"], "expires_in": "soon"}],
                          ids=["a-list", "fields-of-other-types"])
 def test_a_token_endpoint_answer_of_the_wrong_shape_is_a_clear_error(fake_http, tmp_path, no_ambient_credentials,
                                                                      answer):

@@ -25,6 +25,7 @@ from tests.integration.fake_clouds import lambda_envelope as envelope
 from tests.integration.fake_clouds import lambda_instance as instance
 from tests.integration.fake_clouds import lambda_params as params
 
+
 def route(request):
     assert request.path == PATH
     if request.query["region"] == "us-south-2":

@@ -466,8 +466,8 @@ def test_a_profile_passphrase_or_session_token_with_a_bad_character_is_refused_b
     ("drip", {"timeout": 30, "retry_attempts": 5}, "discovery deadline"),
     ("huge", {}, "the response is larger than 262144 bytes; refused"),
 ])
-def test_a_hostile_instance_metadata_service_ends_in_a_clear_error_within_the_deadline(monkeypatch, fault, extra,
-                                                                                        message):
+def test_a_hostile_instance_metadata_service_ends_in_a_clear_error_within_the_deadline(
+        monkeypatch, fault, extra, message):
     from tests.fault_http import FaultServer
 
     with FaultServer() as server:

@@ -135,8 +135,8 @@ def test_no_secret_of_any_form_reaches_the_result_the_verbose_output_or_the_log(
                 environment=without_aws_keys(imds))
         + _task("gcp metadata token, echoed", "gcp", dict(NO_WAIT, instances=ONE, project_id="p", api_url=json_api.url),
                 environment={"GCE_METADATA_HOST": gce_host, "GCE_METADATA_IP": gce_host})
-        + _task("lambda environment token, echoed", "lambda", dict(NO_WAIT, instances=ONE, workspace_id="ws",
-                                                                    api_url=json_api.url))
+        + _task("lambda environment token, echoed", "lambda",
+                dict(NO_WAIT, instances=ONE, workspace_id="ws", api_url=json_api.url))
         + _task("lambda unicode token", "lambda", dict(NO_WAIT, instances=ONE, workspace_id="ws", api_url=json_api.url),
                 {"token": UNICODE_TOKEN})
         + _task("nscale creds token, echoed", "nscale", dict(NO_WAIT, instances=ONE, organization="org",

@@ -29,6 +29,7 @@ from tests.integration.imex_support import MEMBERS, ORDER, RACKS, SERVICE, Clust
 
 pytestmark = pytest.mark.playbook
 
+
 @pytest.fixture
 def cluster(tmp_path):
     return Cluster(tmp_path)

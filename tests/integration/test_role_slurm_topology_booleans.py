@@ -19,7 +19,6 @@ from tests.integration.slurm_support import SEED, run_site
 pytestmark = pytest.mark.playbook
 
 
-
 def test_string_false_turns_features_off_and_string_true_applies(tmp_path):
     conf_dir = tmp_path / "slurm"
     conf_dir.mkdir()

@@ -21,7 +21,6 @@ def gone_or_zombie(pid, bound=30.0):
         time.sleep(0.05)
 
 
-
 class ListedNodes:
     """Stands in for K8sClient.list in these parsing tests: each node is (name, labels, annotations) or a
     whole Node object (a dict, with its status)."""
@@ -36,7 +35,6 @@ class ListedNodes:
         self.metadata_only = metadata_only
         return [item if isinstance(item, dict) else
                 {"metadata": {"name": item[0], "labels": item[1], "annotations": item[2]}} for item in self.nodes]
-
 
 
 class ServedNodes(ListedNodes):

@@ -105,8 +105,8 @@ def test_every_path_named_in_backticks_exists():
 @pytest.mark.parametrize("text, expected", [
     ("see `plugins/module_utils/_errors.py` and ``_writers/gone.py::ensure``", ["plugins/module_utils/_errors.py",
                                                                                 "_writers/gone.py"]),
-    ("`_engines/tree.walk`, `_base/slurm_states`, (`docs/testing.md#fixtures`)", ["_engines/tree.walk", "_base/slurm_states",
-                                                                                 "docs/testing.md"]),
+    ("`_engines/tree.walk`, `_base/slurm_states`, (`docs/testing.md#fixtures`)",
+     ["_engines/tree.walk", "_base/slurm_states", "docs/testing.md"]),
     ("`_errors.py` `test_layers.py` `errors.py` `test_provider_<name>.py` `roles/compute.viewer` `ansible-doc`",
      ["_errors.py", "test_layers.py"]),
 ])

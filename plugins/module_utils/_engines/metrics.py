@@ -29,6 +29,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ya
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
+
 @dataclasses.dataclass(frozen=True)
 class MetricsOptions:
     """One run of the pipeline as topology_metrics takes it (``METRICS``); a count given wins over ``results``."""

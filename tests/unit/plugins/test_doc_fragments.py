@@ -34,7 +34,7 @@ SPECS = _spec_objects()
 
 def fragment_text(name):
     """The text of doc fragment ``name`` (``render`` or ``render.LAYOUT``)."""
-    module, _, attribute = name.partition(".")
+    module, _dot, attribute = name.partition(".")
     fragment = importlib.import_module(f"ansible_collections.aifactory.topology.plugins.doc_fragments.{module}")
     return getattr(fragment.ModuleDocFragment, attribute or "DOCUMENTATION")
 
