@@ -150,15 +150,15 @@ testbed:
 	fi
 
 # Built from the Go module proxy once per machine (cold: about $(K8S_COLD_MINUTES) min on 2 cores), then cached
-# in $(SLURM_CACHE)/k8s: kube-apiserver, kube-scheduler, etcd and the Kueue controller manager by one
-# go build, so the packages they share compile once; exit code 3 from the tool means "no usable Go here".
+# in $(SLURM_CACHE)/k8s: kube-apiserver, kube-scheduler, etcd, the Kueue controller manager and nfd-master
+# by one go build, so the packages they share compile once; exit code 3 from the tool means "no usable Go here".
 k8s-testbed:
 	@echo "setup: Kubernetes test bed (built once, about $(K8S_COLD_MINUTES) min cold; cached in $(SLURM_CACHE)/k8s)"; \
 	rc=0; $(PYTHON) "$(ROOT)/tools/k8s_testbed.py" build || rc=$$?; \
 	if [ "$$rc" = 3 ]; then \
 	  echo "************************************************************************"; \
 	  echo "* NOTE: no usable Go toolchain, so the Kubernetes test bed (kube-apiserver,"; \
-	  echo "* kube-scheduler, etcd and Kueue built from the Go module proxy) cannot be built:"; \
+	  echo "* kube-scheduler, etcd, Kueue and nfd-master from the Go module proxy) cannot be built:"; \
 	  echo "* the tests marked 'k8s' will be SKIPPED. Install Go >= 1.26 for the full suite."; \
 	  echo "************************************************************************"; \
 	  $(SKIP_OR_FAIL); \

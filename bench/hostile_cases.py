@@ -399,7 +399,8 @@ def hostile_case_16(tmp):
     # Also a temporary file as a run killed mid-write leaves it (the kills above may land before the write).
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    (tmp / f".topology.conf.aifactory-topology.{dead}.x1y2z3").write_text("SwitchName=half")
+    # Named as this host's runs name them (<pid>@<host>): another host's, on shared storage, is never removed.
+    (tmp / f".topology.conf.aifactory-topology.{dead}@{os.uname().nodename}.x1y2z3").write_text("SwitchName=half")
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"model": _big_model(10), "dest": str(dest),
                                                              "force": True}}))
     subprocess.run(command, stdout=subprocess.DEVNULL, check=False)

@@ -21,6 +21,7 @@ fails its test instead of hanging the run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from urllib.parse import urlparse
@@ -142,3 +143,115 @@ class FakeApiServer(FaultServer):
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         handler.wfile.write(b"0\r\n\r\n")
         handler.wfile.flush()
+
+
+# -- the write side, in memory ----------------------------------------------------------------------
+
+
+class FakeCluster:
+    """A client stand-in (``list``, ``request``) over objects kept by path, for the writers' contract tests
+    (tests/unit/plugins/modules/test_k8s_contract.py): GET, POST, DELETE and the three PATCH types (a merge
+    patch with its resourceVersion precondition, a JSON Patch of ``add`` operations, a server-side apply merged
+    into the stored object); ``dryRun`` stores nothing; ``served`` answers the discovery GET of a group version.
+
+    ``fail_at(index, status)``: the write of that number (0 first, counting dry runs) is refused with ``status``,
+    and so is every later write to the same path (a 409 stays a conflict however often it is retried).
+    """
+
+    def __init__(self, objects=(), served=None):
+        self.objects = {}
+        self.served = dict(served or {})  # api version -> resource names
+        self.writes = []  # (method, path of the object, dry run), in order
+        self.version = 1
+        self.fault = None
+        for path, body in objects:
+            self.store(path, body)
+
+    def store(self, path, body):
+        self.version += 1
+        body.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        self.objects[path] = body
+
+    def snapshot(self):
+        return json.dumps(self.objects, sort_keys=True)
+
+    def stored_writes(self):
+        return [write for write in self.writes if not write[2]]
+
+    def sharing_lists(self):
+        return contextlib.nullcontext()
+
+    def fail_at(self, index, status):
+        self.fault = (index, status, None)
+
+    def list(self, path, label_selector=None, field_selector=None, metadata_only=False):
+        wanted = dict(term.split("=", 1) for term in label_selector.split(",")) if label_selector else {}
+        return [json.loads(json.dumps(item)) for key, item in sorted(self.objects.items())
+                if key.rsplit("/", 1)[0] == path
+                and all((item["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+
+    def _error(self, method, path, status):
+        from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s import K8sError
+        return K8sError(f"{method} {path}: HTTP {status}", status)
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        query = query or {}
+        if method == "GET":
+            if path.count("/") == 3 and path.startswith("/apis/"):
+                if path[len("/apis/"):] not in self.served:
+                    raise self._error(method, path, 404)
+                return {"resources": [{"name": name} for name in self.served[path[len("/apis/"):]]]}
+            if path not in self.objects:
+                raise self._error(method, path, 404)
+            return json.loads(json.dumps(self.objects[path]))
+        index, dry = len(self.writes), query.get("dryRun") == "All"
+        target = f"{path}/{body['metadata']['name']}" if method == "POST" else path  # the object written
+        self.writes.append((method, target, dry))
+        if self.fault is not None and (index == self.fault[0] or target == self.fault[2]):
+            self.fault = (self.fault[0], self.fault[1], target)
+            raise self._error(method, path, self.fault[1])
+        result = self._write(method, path, body, content_type, dry)
+        if result is not None and not dry:
+            self.store(target, result)
+        return json.loads(json.dumps(result if result is not None else {}))
+
+    def _write(self, method, path, body, content_type, dry):
+        current = json.loads(json.dumps(self.objects.get(path))) if path in self.objects else None
+        if method == "DELETE":
+            if current is None:
+                raise self._error(method, path, 404)
+            if not dry:
+                self.objects.pop(path)
+            return None
+        if method == "POST":
+            if path + "/" + body["metadata"]["name"] in self.objects:
+                raise self._error(method, path, 409)
+            return json.loads(json.dumps(body))
+        if content_type == "application/merge-patch+json":
+            if current is None:
+                raise self._error(method, path, 404)
+            precondition = (body.get("metadata") or {}).get("resourceVersion")
+            if precondition and precondition != current["metadata"].get("resourceVersion"):
+                raise self._error(method, path, 409)
+            return _merge(current, body)
+        if content_type == "application/json-patch+json":
+            for op in body:  # only "add", what the writers send
+                parts = [part.replace("~1", "/").replace("~0", "~") for part in op["path"].split("/")[1:]]
+                holder = current
+                for part in parts[:-1]:
+                    holder = holder.setdefault(part, {})
+                holder[parts[-1]] = op["value"]
+            return current
+        return _merge(current or {}, body)  # server-side apply
+
+
+def _merge(current, patch):
+    merged = dict(current)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

@@ -2,15 +2,17 @@
 
 Recipe, reasoning and what the tests prove: docs/testing.md (The Kubernetes test bed).
 
-Build (once per machine): kube-apiserver, kube-scheduler, etcd and the Kueue controller manager
-are compiled by one ``go build`` in one wrapper module, so the packages they share (k8s.io/api,
-apimachinery, client-go, apiserver, grpc, protobuf, otel...: about 56 % of the source the four
-compile separately) are compiled once. The module's replace directives are generated from k8s's
+Build (once per machine): kube-apiserver, kube-scheduler, etcd, the Kueue controller manager and
+nfd-master are compiled by one ``go build`` in one wrapper module, so the packages they share
+(k8s.io/api, apimachinery, client-go, apiserver, grpc, protobuf, otel...: about 56 % of the source
+the first four compile separately) are compiled once. The module's replace directives are generated from k8s's
 own go.mod (every ``k8s.io/X => ./staging/...`` line becomes ``k8s.io/X => k8s.io/X
-v0.<minor>.<patch>``); Kueue (``sigs.k8s.io/kueue/cmd/kueue``) and the etcd server (a five-line
-``main`` calling ``etcdmain.Main``) join it with ``go get``, so Go's minimal version selection gives
-every shared dependency one version: the highest that any of the four requires (docs/testing.md
-lists what that moves). Everything (wrapper module, GOPATH, GOMODCACHE, GOCACHE, binaries) lives
+v0.<minor>.<patch>``); Kueue (``sigs.k8s.io/kueue/cmd/kueue``), nfd-master
+(``sigs.k8s.io/node-feature-discovery/cmd/nfd-master``, with its ``api/nfd`` module, which its own go.mod
+replaces by ``./api/nfd`` and the module zip leaves out, resolved by a replace to the same version from
+the proxy) and the etcd server (a five-line ``main`` calling ``etcdmain.Main``) join it with ``go get``,
+so Go's minimal version selection gives every shared dependency one version: the highest that any of
+the five requires (docs/testing.md lists what that moves). Everything (wrapper module, GOPATH, GOMODCACHE, GOCACHE, binaries) lives
 under ``$AIFACTORY_CACHE/k8s`` (default /var/cache/aifactory-topology/k8s), so only the first run
 on a machine pays; nothing built is committed.
 
@@ -33,6 +35,7 @@ Python API (pytest fixtures in tests/integration/conftest.py wrap it)::
         plane.install_kueue_crds()       # Kueue's Topology and ResourceFlavor CRDs from the Kueue Go module
         plane.start_scheduler()          # real kube-scheduler, if not started with scheduler=True
     kueue = start_kueue(plane)           # Kueue's CRDs + controller manager, webhooks at 127.0.0.1; kueue.stop()
+    nfd = start_nfd_master(plane, "ns")  # the real nfd-master for the NFD objects of namespace "ns"; nfd.stop()
     wait_until(lambda: alice.can_i("list", "nodes"))   # poll a condition that has no object to watch
     node_manifest(name, labels, allocatable)           # the Node dict create_nodes() sends
 
@@ -42,7 +45,7 @@ with ``.status`` (403, 409, 422 ...).
 
 Command line::
 
-    python tools/k8s_testbed.py build                 # build or reuse the four binaries; prints their
+    python tools/k8s_testbed.py build                 # build or reuse the five binaries; prints their
                                                       # directory (exit 3: no usable Go, so nothing can be built)
     python tools/k8s_testbed.py start [--scheduler]   # prints the admin kubeconfig path
     python tools/k8s_testbed.py kubeconfig USER [--group G ...]   # prints a new user's kubeconfig path
@@ -85,8 +88,12 @@ from ports import free_port  # noqa: F401 (also the tests' free_port)
 K8S_VERSION = os.environ.get("AIFACTORY_K8S_VERSION", "v1.36.3")
 # etcd server module: 3.6 is what k8s 1.36 is tested with (its client is v3.6.x).
 ETCD_VERSION = os.environ.get("AIFACTORY_ETCD_VERSION", "v3.6.16")
-# Node Feature Discovery module that provides deployment/base/nfd-crds/nfd-api-crds.yaml.
-NFD_VERSION = os.environ.get("AIFACTORY_NFD_VERSION", "v0.18.3")
+# Node Feature Discovery (sigs.k8s.io/node-feature-discovery): cmd/nfd-master is built in the same wrapper
+# module; the CRDs (deployment/base/nfd-crds/nfd-api-crds.yaml) come from the same module zip. Its go.mod
+# replaces the nested module api/nfd by ./api/nfd, which the zip leaves out: the wrapper module takes
+# that module from the proxy at the same version.
+NFD_VERSION = os.environ.get("AIFACTORY_NFD_VERSION", "v0.19.0")
+NFD_API_MODULE = "sigs.k8s.io/node-feature-discovery/api/nfd"
 NFD_CRD_FILE = "deployment/base/nfd-crds/nfd-api-crds.yaml"
 # Kueue (sigs.k8s.io/kueue): cmd/kueue is built in the same wrapper module as Kubernetes (v0.19 requires
 # the k8s.io v0.36 line); the CRDs and webhook manifests come from the same module zip.
@@ -95,9 +102,10 @@ KUEUE_CRD_DIR = "config/components/crd/bases"
 KUEUE_WEBHOOK_FILE = "config/components/webhook/manifests.yaml"
 MIN_GO = (1, 26)
 # Bump when the build recipe changes so cached binaries are rebuilt.
-# 2: the four binaries from one wrapper module and one go build (1: Kubernetes, etcd and Kueue apart).
-RECIPE_VERSION = "2"
-BINARIES = ("kube-apiserver", "kube-scheduler", "etcd", "kueue")
+# 3: nfd-master joins the wrapper module (2: the four binaries from one wrapper module and one go
+# build; 1: Kubernetes, etcd and Kueue apart).
+RECIPE_VERSION = "3"
+BINARIES = ("kube-apiserver", "kube-scheduler", "etcd", "kueue", "nfd-master")
 DEFAULT_RUN_DIR = os.environ.get("AIFACTORY_K8S_RUN_DIR", "/tmp/aifactory-k8s-testbed")
 START_TIMEOUT = 180.0  # bounds a hung start on a loaded 2-core machine; readiness is polled
 POLL_INTERVAL = 0.2
@@ -208,7 +216,8 @@ def _go_problem(what: str, where: Path) -> str | None:
 
 
 def _recipe(version: str) -> dict:
-    return {"recipe": RECIPE_VERSION, "kubernetes": version, "etcd": ETCD_VERSION, "kueue": KUEUE_VERSION}
+    return {"recipe": RECIPE_VERSION, "kubernetes": version, "etcd": ETCD_VERSION, "kueue": KUEUE_VERSION,
+            "nfd": NFD_VERSION}
 
 
 def _staging_version(version: str) -> str:
@@ -248,7 +257,7 @@ def staging_replacements(k8s_go_mod: str, staging_version: str) -> list[str]:
 
 
 def _version_ldflags(version: str) -> str:
-    """-s -w, and the version stamps each binary prints (Kubernetes' and Kueue's; etcd's is in its code)."""
+    """-s -w, and the version stamps each binary prints (Kubernetes', Kueue's, nfd-master's; etcd's is in its code)."""
     major, minor = version.lstrip("v").split(".")[:2]
     kueue_commit = _kueue_module().get("Origin", {}).get("Hash", "unknown")
     stamp = [
@@ -259,12 +268,13 @@ def _version_ldflags(version: str) -> str:
         f"k8s.io/client-go/pkg/version.gitVersion={version}",
         f"sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
         f"sigs.k8s.io/kueue/pkg/version.GitCommit={kueue_commit}",
+        f"sigs.k8s.io/node-feature-discovery/pkg/version.version={NFD_VERSION}",
     ]
     return "-s -w " + " ".join(f"-X {item}" for item in stamp)
 
 
 def _build_all(version: str, src: Path, out: Path) -> None:
-    """The four binaries from one wrapper module in ``src``, by one ``go build`` into ``out``."""
+    """The five binaries from one wrapper module in ``src``, by one ``go build`` into ``out``."""
     staging = _staging_version(version)
     shutil.rmtree(src, ignore_errors=True)
     (src / "etcd").mkdir(parents=True)
@@ -273,27 +283,28 @@ def _build_all(version: str, src: Path, out: Path) -> None:
     _go(["mod", "edit", "-go=1.26.0", "-godebug=default=go1.26"], src)
     info = go_mod_download("k8s.io/kubernetes", version)
     k8s_go_mod = Path(info["GoMod"]).read_text(encoding="utf-8")
-    _go(["mod", "edit", *staging_replacements(k8s_go_mod, staging)], src)
+    _go(["mod", "edit", *staging_replacements(k8s_go_mod, staging),
+         f"-replace={NFD_API_MODULE}={NFD_API_MODULE}@{NFD_VERSION}"], src)
     _go(["get", "-tool", f"k8s.io/kubernetes/cmd/kube-apiserver@{version}",
-         f"k8s.io/kubernetes/cmd/kube-scheduler@{version}", f"sigs.k8s.io/kueue/cmd/kueue@{KUEUE_VERSION}"], src)
+         f"k8s.io/kubernetes/cmd/kube-scheduler@{version}", f"sigs.k8s.io/kueue/cmd/kueue@{KUEUE_VERSION}",
+         f"sigs.k8s.io/node-feature-discovery/cmd/nfd-master@{NFD_VERSION}"], src)
     _go(["get", f"go.etcd.io/etcd/server/v3@{ETCD_VERSION}"], src)
     _go(["mod", "tidy"], src)
     _go(["build", "-trimpath", "-ldflags", _version_ldflags(version), "-o", str(out) + "/",
          "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-scheduler",
-         "sigs.k8s.io/kueue/cmd/kueue", "./etcd"], src)
+         "sigs.k8s.io/kueue/cmd/kueue", "sigs.k8s.io/node-feature-discovery/cmd/nfd-master", "./etcd"], src)
 
 
 def build(version: str = K8S_VERSION) -> Path:
-    """Build (or reuse) kube-apiserver, kube-scheduler, etcd and Kueue; returns the binary directory.
+    """Build (or reuse) kube-apiserver, kube-scheduler, etcd, Kueue and nfd-master; returns the binary directory.
 
     A cold build takes minutes on two cores (see docs/testing.md); the module and build caches
     stay under cache_dir() so a rebuild after a recipe change is quick.
     """
     def steps(staging: Path) -> None:
-        log(f"building kube-apiserver and kube-scheduler {version}, etcd {ETCD_VERSION} and Kueue {KUEUE_VERSION} "
-            "in one go build (Go module proxy; cold: many minutes)")
+        log(f"building kube-apiserver and kube-scheduler {version}, etcd {ETCD_VERSION}, Kueue {KUEUE_VERSION} "
+            f"and nfd-master {NFD_VERSION} in one go build (Go module proxy; cold: many minutes)")
         _build_all(version, version_dir(version) / "src" / "testbed", staging)
-        log(f"fetching the NFD module {NFD_VERSION} (CRDs)")
         nfd_crds_file()
 
     return _build_once(version_dir(version), _recipe(version), BINARIES, steps,
@@ -505,8 +516,10 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _spawn(run_dir: Path, name: str, argv: list[str], detach: bool, exe: str | None = None) -> subprocess.Popen:
-    """Start ``argv`` logging to ``<name>.log``; ``detach``: outlive this process (the CLI's start).
+def _spawn(run_dir: Path, name: str, argv: list[str], detach: bool, exe: str | None = None,
+           env: dict | None = None) -> subprocess.Popen:
+    """Start ``argv`` logging to ``<name>.log``; ``detach``: outlive this process (the CLI's start);
+    ``env``: its environment (default: this process's).
 
     ``exe``: the binary the process ends up running when ``argv[0]`` is a launcher that execs it
     (the pid file names it, so stop() recognises the process)."""
@@ -514,7 +527,7 @@ def _spawn(run_dir: Path, name: str, argv: list[str], detach: bool, exe: str | N
     with open(log_path, "ab") as log_file:
         # Own session: a terminal's Ctrl-C does not reach it; stop() ends it by its pid file.
         process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
-            argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=run_dir,
+            argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=run_dir, env=env,
             start_new_session=True, preexec_fn=None if detach else _die_with_parent)
     _pid_file(run_dir, name).write_text(f"{process.pid}\n{exe or argv[0]}\n", encoding="utf-8")
     return process
@@ -739,6 +752,9 @@ def node_manifest(name: str, labels=None, allocatable=None) -> dict:
         "kind": "Node",
         "metadata": {
             "name": name,
+            # A kubelet registers its Node with this annotation (--enable-controller-attach-detach, on by
+            # default). Clients that JSON-patch /metadata/annotations/<key> (nfd-master) need the map.
+            "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                        "kubernetes.io/arch": "amd64", "type": "aifactory-testbed", **(labels or {})},
         },
@@ -1017,6 +1033,68 @@ def start_kueue(plane: ControlPlane, feature_gates: dict | None = None,
         _stop_process(directory, "kueue", process)
         raise
     return KueueController(plane, directory, process, registered)
+
+
+# -- Node Feature Discovery --------------------------------------------------------------------
+
+NFD_FEATURE_GATES = "NodeFeatureGroupAPI=true"
+
+
+class NfdMaster:
+    """A real nfd-master running against a ControlPlane for the NFD objects of one namespace."""
+
+    def __init__(self, plane: ControlPlane, directory: Path, process: subprocess.Popen, namespace: str, node: str):
+        self.plane = plane
+        self.dir = directory
+        self.process = process
+        self.namespace = namespace  # its KUBERNETES_NAMESPACE: the only namespace whose groups get a status
+        self.node = node  # its NODE_NAME: the Node it runs on (made for it, unschedulable)
+
+    def log(self) -> str:
+        return (self.dir / "nfd-master.log").read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> None:
+        """Stop the process, then delete the Node made for it."""
+        _stop_process(self.dir, "nfd-master", self.process)
+        self.plane.kubectl.delete("Node", self.node)
+
+
+def start_nfd_master(plane: ControlPlane, namespace: str, timeout: float = START_TIMEOUT) -> NfdMaster:
+    """Start nfd-master (NFD_VERSION, built with the rest of the test bed) for ``namespace``; wait until ready.
+
+    As a Deployment runs it: ``KUBERNETES_NAMESPACE`` (its own namespace, where it writes the status of
+    NodeFeatureGroups) and ``NODE_NAME`` (the Node it runs on, which it annotates at start: a Node
+    ``nfd-master-<namespace>``, unschedulable and tainted like a control-plane node, is made for it and
+    deleted by ``stop()``), ``-feature-gates NodeFeatureGroupAPI=true``, no leader election, the admin
+    kubeconfig, no configuration file (its defaults), its health and metrics server on a free port
+    (nfd-master binds it on every address; it has no flag for one). The NFD CRDs are installed first.
+    """
+    binary = build() / "nfd-master"
+    plane.install_nfd_crds()
+    node = f"nfd-master-{namespace}"
+    manifest = node_manifest(node)
+    manifest["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
+    manifest["spec"] = {"unschedulable": True, "taints": [
+        {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}
+    if plane.kubectl.get("Node", node) is None:
+        plane.kubectl.create(manifest)
+    directory = plane.dir / f"nfd-master-{namespace}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir()
+    port = free_port()
+    env = {**os.environ, "KUBERNETES_NAMESPACE": namespace, "NODE_NAME": node}
+    process = _spawn(directory, "nfd-master", detach=False, env=env, argv=[
+        str(binary), f"-kubeconfig={plane.kubeconfig}", f"-feature-gates={NFD_FEATURE_GATES}",
+        "-enable-leader-election=false", "-config=", f"-port={port}", "-v=2",
+    ])
+    try:
+        _wait_ready("nfd-master", process, directory / "nfd-master.log",
+                    _health_check(f"http://127.0.0.1:{port}/healthz", expect=""), timeout)
+    except BaseException:
+        _stop_process(directory, "nfd-master", process)
+        plane.kubectl.delete("Node", node)
+        raise
+    return NfdMaster(plane, directory, process, namespace, node)
 
 
 def stop(run_dir: Path | str = DEFAULT_RUN_DIR, processes: dict | None = None) -> list[str]:

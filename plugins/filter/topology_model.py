@@ -29,14 +29,42 @@ def topology_domains(model, by="domain", include_empty=False):
 
 def imex_peers(model, records):
     """Compact model + per-host address records -> the IMEX peer plan (see the engine)."""
+    return imex.peer_plan(_topology(model), _records(records, "imex_peers"))
+
+
+def _records(records, name):
     if not isinstance(records, list) or not all(isinstance(record, dict) for record in records):
-        raise AnsibleFilterError("imex_peers: records must be a list of mappings, one per inventory host")
+        raise AnsibleFilterError(f"{name}: records must be a list of mappings, one per inventory host")
     missing = [index for index, record in enumerate(records) if not record.get("host")]
     if missing:
-        raise AnsibleFilterError(f"imex_peers: records[{missing[0]}] has no host")
-    return imex.peer_plan(_topology(model), records)
+        raise AnsibleFilterError(f"{name}: records[{missing[0]}] has no host")
+    return records
+
+
+def imex_fleet(model, records, settings, state, revision, verify_all=False):
+    """Plan every NVLink domain on the controller and choose the hosts to visit (see the engine's
+    ``fleet_selection``); ``state`` is the text of the applied-state file ('' when there is none)."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError("imex_fleet: settings must be a mapping of host -> its IMEX settings")
+    applied, problem = imex.read_applied(state)
+    fleet = imex.fleet_selection(_topology(model), _records(records, "imex_fleet"), settings, applied,
+                                 str(revision), verify_all=bool(verify_all))
+    fleet["applied"] = applied
+    fleet["state_problem"] = problem
+    return fleet
+
+
+def imex_applied(fleet, reports):
+    """The applied-state file's content after a run: imex_fleet's result and, per host that reached the
+    end of the role, the peer addresses it wrote (see the engine's ``applied_after``)."""
+    if not isinstance(fleet, dict) or "visit_domains" not in fleet:
+        raise AnsibleFilterError("imex_applied: the first argument must be imex_fleet's result")
+    if not isinstance(reports, dict):
+        raise AnsibleFilterError("imex_applied: reports must be a mapping of host -> addresses")
+    return {"format": imex.STATE_FORMAT, "domains": imex.applied_after(fleet["applied"], fleet, reports)}
 
 
 class FilterModule:
     def filters(self):
-        return {"topology_domains": topology_domains, "imex_peers": imex_peers}
+        return {"topology_domains": topology_domains, "imex_peers": imex_peers, "imex_fleet": imex_fleet,
+                "imex_applied": imex_applied}

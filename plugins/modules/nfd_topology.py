@@ -20,8 +20,10 @@ description:
   - Managed objects that the topology no longer gives are deleted (O(cleanup)). A topology that gives no
     node any attribute is an error, so an empty discovery never deletes the last good objects, and the objects
     of quarantined nodes are deleted only within O(max_node_loss).
-  - nfd-master turns the attributes into node labels through C(NodeFeatureRule) objects; C(NodeFeatureGroup)
-    needs its C(NodeFeatureGroupAPI) feature gate.
+  - nfd-master turns the attributes into node labels through C(NodeFeatureRule) objects; the collection ships
+    one, C(files/nfd/topograph-labels.nodefeaturerule.yaml), that gives the nodes exactly the labels of
+    M(aifactory.topology.k8s_node_labels) with its default keys. C(NodeFeatureGroup) needs nfd-master's
+    C(NodeFeatureGroupAPI) feature gate.
 author:
   - aifactory.topology contributors (@aifactory)
 extends_documentation_fragment:
@@ -33,7 +35,12 @@ extends_documentation_fragment:
   - aifactory.topology.attributes.ACTION_GROUP_K8S
 options:
   namespace:
-    description: The namespace nfd-master reads C(NodeFeature) objects from (Topograph's E(NFD_NAMESPACE)).
+    description:
+      - The namespace of the objects (Topograph's E(NFD_NAMESPACE)). Give nfd-master's own namespace (where it is
+        deployed, its E(KUBERNETES_NAMESPACE); C(node-feature-discovery) in NFD's manifests).
+      - nfd-master reads C(NodeFeature) objects of every namespace (unless its
+        C(restrictions.nodeFeatureNamespaceSelector) limits them), but writes the status of C(NodeFeatureGroup)
+        objects in its own namespace only; a group in any other namespace never gets a C(status.nodes).
     type: str
     required: true
   cleanup:

@@ -177,9 +177,8 @@ def test_a_node_changed_between_list_and_patch_is_reread_and_patched_again(k8s, 
     spy = RequestLog(admin)
     desired = k8s_labels.desired_labels(topology, keys)
     changes = k8s_nodes.plan_node_changes(listed, desired, keys)
-    done, error = k8s_nodes.patch_nodes(spy, changes, listed, keys,
-                                        k8s_writer.WriteOptions(concurrency=1, retry_delay=0))
-    assert error is None and sorted(change.name for change in done) == names
+    report = k8s_nodes.patch_nodes(spy, changes, listed, keys, k8s_writer.WriteOptions(concurrency=1, retry_delay=0))
+    assert report.error is None and sorted(report.ids("patched")) == names
     first = [call for call in spy.calls if call[1] == _k8s.node_path(names[0])]
     assert first == [("PATCH", first[0][1], 409), ("GET", first[0][1], 200), ("PATCH", first[0][1], 200)]
     state = node_state(admin, test_id)

@@ -12,7 +12,8 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as st
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology as writer
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import Kind
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_scheduler_topology as orchestration
 from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels, k8s_scheduler_topology
 from tests.integration.k8s_support import TEST_LABEL, client, gb200, make_nodes, new_id, node_names, run_module
 from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
@@ -28,9 +29,13 @@ def kueue(k8s):
     return k8s
 
 
+def object_path(resource, name=None):
+    return Kind(st.KUEUE_API, "", resource).path(name)
+
+
 def stored(api, resource, name):
     try:
-        return api.request("GET", writer.object_path(st.KUEUE_API, resource, name))
+        return api.request("GET", object_path(resource, name))
     except _k8s.K8sError as exc:
         assert exc.status == 404, exc
         return None
@@ -74,7 +79,7 @@ def test_kueue_objects_are_applied_kept_diffed_and_cleaned(kueue, monkeypatch):
     flavor = stored(api, "resourceflavors", prefix)
     assert topology["spec"] == first["objects"][0]["spec"]
     assert flavor["spec"] == {"nodeLabels": {TEST_LABEL: test_id}, "topologyName": prefix}
-    assert {entry["manager"] for entry in topology["metadata"]["managedFields"]} == {writer.FIELD_MANAGER}
+    assert {entry["manager"] for entry in topology["metadata"]["managedFields"]} == {orchestration.FIELD_MANAGER}
     assert first["findings"]["missing_levels"] == [] and first["findings"]["missing_on_nodes"] == {}
     assert first["summary"]["nodes_listed"] == 8
 
@@ -154,7 +159,7 @@ def test_an_object_its_scheduler_still_holds_is_never_deleted_for_an_immutable_c
     api = client(kueue.kubeconfig)
     _test_id, prefix, args = labelled_cluster(kueue, monkeypatch, racks=2)
     assert run_module(k8s_scheduler_topology, args, monkeypatch)["changed"]
-    path = writer.object_path(st.KUEUE_API, "topologies", prefix)
+    path = object_path("topologies", prefix)
     # What Kueue's topology controller does to a Topology a flavor names.
     api.request("PATCH", path, body={"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use"]}},
                 content_type="application/merge-patch+json")
@@ -172,21 +177,21 @@ def test_another_teams_topology_is_refused_by_name_and_label_and_left_as_it_is(k
     theirs = {"apiVersion": st.KUEUE_API, "kind": "Topology",
               "metadata": {"name": prefix, "labels": {st.LABEL_MANAGED_BY: "platform-team"}},
               "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}}
-    api.request("POST", writer.object_path(st.KUEUE_API, "topologies"), body=theirs)
+    api.request("POST", object_path("topologies"), body=theirs)
     before = version(api, "topologies", prefix)
     refused = run_module(k8s_scheduler_topology, dict(args, recreate=True), monkeypatch)
     assert refused["failed"] and (f"topologies.kueue.x-k8s.io/{prefix} (label {st.LABEL_MANAGED_BY} is "
                                   "'platform-team')") in refused["msg"]
     assert refused["msg"].endswith("nothing was written")
     assert version(api, "topologies", prefix) == before and stored(api, "resourceflavors", prefix) is None
-    api.request("DELETE", writer.object_path(st.KUEUE_API, "topologies", prefix))
+    api.request("DELETE", object_path("topologies", prefix))
 
 
 def test_a_topology_being_deleted_is_refused_not_reported_unchanged(kueue, monkeypatch):
     api = client(kueue.kubeconfig)
     _test_id, prefix, args = labelled_cluster(kueue, monkeypatch, racks=2)
     assert run_module(k8s_scheduler_topology, args, monkeypatch)["changed"]
-    path = writer.object_path(st.KUEUE_API, "topologies", prefix)
+    path = object_path("topologies", prefix)
     api.request("PATCH", path, body={"metadata": {"finalizers": ["example.com/hold"]}},
                 content_type="application/merge-patch+json")
     api.request("DELETE", path)  # held by the finalizer: the server sets deletionTimestamp and keeps it

@@ -90,7 +90,8 @@ def test_slurm_mode_end_to_end(cluster):
             assert cluster.path(host).read_text() == rack_file(rack), host
             assert stat.S_IMODE(cluster.path(host).stat().st_mode) == 0o644
     assert rack_file("rack01") == "10.0.1.1\n10.0.1.2\n10.0.1.10\n"
-    assert changed(first) == {**{host: 3 for host in MEMBERS}, SERVICE: 0}  # directory, config.cfg, nodes_config.cfg
+    # One task writes the directory, config.cfg and nodes_config.cfg (aifactory.topology.imex_config): one change.
+    assert changed(first) == {**{host: 1 for host in MEMBERS}, SERVICE: 0}
     assert "IMEX: 2 NVLink domain(s) planned: rack01, rack02" in first.stdout
     assert "imex: gb200-r01-n2 (node gb200-r01-n2, 10.0.1.2) is in NVLink domain rack01" in first.stdout
     # The service node is skipped with the reason, and gets nothing.
@@ -132,7 +133,7 @@ def test_slurm_mode_end_to_end(cluster):
     assert ("domain rack02: node gb200-r02-n1: imex_address 10.0.2.100 differs from the address in its facts "
             "(interface ib0) 10.0.2.1") in result.stdout
     assert "IMEX: nothing was written on any host" in result.stdout
-    assert "Render config.cfg" not in result.stdout
+    assert "Write config.cfg and nodes_config.cfg" not in result.stdout
     assert files(cluster) == before
 
     # 5. With the disagreement fixed, check mode shows rack01 moving to its default route addresses and
@@ -156,7 +157,7 @@ def test_slurm_mode_end_to_end(cluster):
     assert result.returncode == 0, result.output
     assert "IMEX: 1 NVLink domain(s) planned: rack01" in result.stdout
     assert files(cluster) == before
-    assert changed(result) == {"gb200-r01-n2": 2}  # config.cfg, nodes_config.cfg
+    assert changed(result) == {"gb200-r01-n2": 1}  # config.cfg and nodes_config.cfg, rewritten by one task
 
 
 def test_problems_fail_before_anything_is_written_anywhere(cluster):
@@ -181,7 +182,7 @@ def test_problems_fail_before_anything_is_written_anywhere(cluster):
     assert ("domain rack02: node gb200-r02-n2 has address 10.0.2.2, which node gb200-r01-n10 of domain rack01 has too"
             in result.stdout)
     assert "IMEX: nothing was written on any host" in result.stdout
-    assert "Render config.cfg" not in result.stdout  # no host went on
+    assert "Write config.cfg and nodes_config.cfg" not in result.stdout  # no host went on
     assert cluster.written() == []
 
     # A member outside the play (--limit) without imex_address: its address is unknown, refuse.
@@ -309,3 +310,86 @@ def test_booleans_given_as_strings_on_the_command_line(cluster):
     assert result.returncode == 0, result.output
     assert "channel0: not managed (imex_channel_create: false)" in result.stdout
     assert "options nvidia NVreg_CreateImexChannel0=1\n" in modprobe.read_text()
+
+
+FLEET_PLAYBOOK = [PLAYBOOK[0], {"name": "IMEX at fleet scale", "ansible.builtin.import_playbook": str(REPO / "playbooks" / "imex.yml"),
+                                "vars": {"imex_fleet_hosts": "imex_nodes"}}]
+
+
+def visited(result):
+    """The inventory hosts the node play ran on (the recap lists only hosts that ran a task)."""
+    return sorted(host for host in result.recap if host != "localhost")
+
+
+def test_fleet_playbook_visits_only_the_domains_that_changed(cluster):
+    """playbooks/imex.yml, as site.yml and rack_bringup.yml import it: the controller plans every domain,
+    visits the members of the domains never applied or changed, and records the domains applied in full."""
+    (cluster.root / "fleet.yml").write_text(yaml.safe_dump(FLEET_PLAYBOOK, sort_keys=False))
+    state = cluster.root / "state" / "imex-applied.json"
+    fleet = ("-e", f"imex_state_file={state}")
+
+    def run(*extra):
+        return cluster.run(*fleet, *extra, playbook="fleet.yml")
+
+    # Check mode with nothing applied yet: every member is visited, both files shown, nothing written.
+    check = run("--check", "--diff")
+    assert check.returncode == 0, check.output
+    assert cluster.written() == [] and not state.exists()
+    assert check.stdout.count("+IMEX_NODE_CONFIG_FILE=") == 6
+    assert "IMEX: 6 of 7 node(s) of imex_nodes to visit (imex_verify: changed)" in check.stdout
+
+    # The first run visits every member (the service node is reported by the controller) and records both racks.
+    first = run()
+    assert first.returncode == 0, first.output
+    assert visited(first) == sorted(MEMBERS)
+    assert "new domain(s): 2: rack01, rack02" in first.stdout
+    assert f"imex: skipped: {SERVICE} (node {SERVICE}) has no NVLink domain in the topology model" in first.stdout
+    for rack, hosts in RACKS.items():
+        for host in hosts:
+            assert cluster.path(host).read_text() == rack_file(rack), host
+    recorded = json.loads(state.read_text())
+    assert recorded["format"] == 1 and sorted(recorded["domains"]) == ["rack01", "rack02"]
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+
+    # Steady state: no node is visited and nothing changes, the state file included.
+    second = run()
+    assert second.returncode == 0, second.output
+    assert visited(second) == [] and second.recap["localhost"]["changed"] == 0
+    assert "IMEX: 0 of 7 node(s) of imex_nodes to visit" in second.stdout
+    assert "unchanged domain(s): 2: rack01, rack02" in second.stdout
+
+    # One node of rack02 gets a new address: only rack02's members are visited, and rewritten.
+    cluster.hosts["gb200-r02-n2"]["imex_address"] = "10.0.2.20"
+    moved = run()
+    assert moved.returncode == 0, moved.output
+    assert visited(moved) == sorted(RACKS["rack02"])
+    assert changed(moved) == {host: 1 for host in RACKS["rack02"]}
+    assert cluster.path("gb200-r02-n1").read_text() == "10.0.2.1\n10.0.2.20\n10.0.2.10\n"
+    assert run().recap.keys() == {"localhost"}
+
+    # A file edited by hand is not seen by a run that visits nothing; imex_verify=all visits every node and
+    # restores it, changing nothing else.
+    cluster.path("gb200-r01-n1").write_text("10.9.9.9\n")
+    assert visited(run()) == []
+    assert cluster.path("gb200-r01-n1").read_text() == "10.9.9.9\n"
+    verify = run("-e", "imex_verify=all")
+    assert verify.returncode == 0, verify.output
+    assert visited(verify) == sorted(MEMBERS + [SERVICE])
+    assert changed(verify) == {**{host: 0 for host in MEMBERS + [SERVICE]}, "gb200-r01-n1": 1}
+    assert cluster.path("gb200-r01-n1").read_text() == rack_file("rack01")
+
+    # A setting of rack01 changes, applied on one of its nodes only (--limit): rack01 is not recorded, so the
+    # next run visits all of rack01 again, and it changes the two nodes left.
+    for host in RACKS["rack01"]:
+        cluster.hosts[host]["imex_config"] = {"LOG_LEVEL": 2}
+    limited = run("--limit", "localhost,gb200-r01-n1")
+    assert limited.returncode == 0, limited.output
+    assert visited(limited) == ["gb200-r01-n1"] and changed(limited) == {"gb200-r01-n1": 1}
+    assert json.loads(state.read_text())["domains"]["rack01"] == recorded["domains"]["rack01"]
+    rest = run()
+    assert rest.returncode == 0, rest.output
+    assert visited(rest) == sorted(RACKS["rack01"])
+    assert changed(rest) == {"gb200-r01-n1": 0, "gb200-r01-n10": 1, "gb200-r01-n2": 1}
+    assert "LOG_LEVEL=2" in cluster.path("gb200-r01-n2", "config.cfg").read_text()
+    assert json.loads(state.read_text())["domains"]["rack01"] != recorded["domains"]["rack01"]
+    assert visited(run()) == []

@@ -169,7 +169,21 @@ def check_annotations(annotations, where, one_line=()):
 _DEFAULT_TIER = re.compile(r"^" + re.escape(FABRIC_PREFIX) + r"[0-9]+$")
 
 
-class LabelKeys:
+class ManagedKeys:
+    """The keys of a node's labels or annotations the collection manages: a fixed set (``keys``); ``LabelKeys``
+    decides by rule. The writers touch only these, and remove the managed entries a node no longer gets."""
+
+    def __init__(self, keys=()):
+        self._fixed = frozenset(keys)
+
+    def is_managed(self, key):
+        return key in self._fixed
+
+    def managed(self, entries):
+        return {key: value for key, value in (entries or {}).items() if self.is_managed(key)}
+
+
+class LabelKeys(ManagedKeys):
     """The label keys the collection manages: configured fabric tier keys and accelerator key.
 
     ``fabric_labels`` replaces the tier keys by index (tiers beyond the list get no label);
@@ -177,6 +191,7 @@ class LabelKeys:
     """
 
     def __init__(self, fabric_labels=None, accelerator_label=None, location_labels=False):
+        super().__init__()
         if fabric_labels is not None and not isinstance(fabric_labels, (list, tuple)):
             raise TopologyError("fabric_labels must be a list of label keys, tier 0 first")
         self.fabric_labels = list(fabric_labels) if fabric_labels else None
@@ -203,6 +218,3 @@ class LabelKeys:
         location labels (managed whether written or not, so turning ``location_labels`` off removes them)."""
         return (key in self._configured or key == ACCELERATOR_LABEL or key in _LOCATION_KEYS
                 or _DEFAULT_TIER.match(key) is not None)
-
-    def managed(self, labels):
-        return {key: value for key, value in (labels or {}).items() if self.is_managed(key)}

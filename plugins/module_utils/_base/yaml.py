@@ -20,17 +20,22 @@ Anything else (an explicit tag, a merge key ``<<``, a collection as a key, an al
 unfinished node, a second document) the builder leaves to ``yaml.load`` with the safe loader,
 after the checker has read the rest of the text.
 
-A host without PyYAML (ansible-core needs it on the controller, not on the hosts modules run on):
-this module is the collection's one YAML reader and that host's one policy. Every read there raises
+A host without PyYAML (ansible-core needs it on the controller, not on the hosts modules run on,
+and a minimal Slurm controller often lacks python3-yaml): this module is the collection's one YAML
+reader and that host's one policy. One read is made there, the node lists of a topology.yaml, so
+the shrink guard still guards the file it would replace (``topology_nodes_without_pyyaml``: keys and
+``nodes`` values only, failing closed on anything it cannot take literally). Every other read raises
 ``PyYAMLMissing`` (a ``TopologyError``: a missing library on the host), whose message says so, and
-each caller treats it as a file it cannot read: a model or input file fails the task naming the file,
-the shrink guard fails closed (``force`` replaces the file unchecked, with a warning), topology_metrics
-fails. Nothing guesses at YAML without PyYAML.
+each caller treats it as a file it cannot read: a model or input file fails the task naming the
+file, topology_metrics fails.
 """
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+import re
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 
 try:
     import yaml
@@ -209,3 +214,102 @@ def safe_load(stream):
             pass
         return yaml.load(text, Loader=_LOADER)  # nosec B506 - a SafeLoader class
     return data
+
+
+# The reader for hosts without PyYAML: a tokenizer of the YAML a topology.yaml is written in, block
+# or flow style (JSON included). It reads keys and the ``nodes`` values; anything it cannot take
+# literally (a block scalar, an alias or tag as the value, a scalar over several lines, a directive)
+# raises, so that the guard fails closed instead of missing nodes.
+_PLAIN_START = r"""(?:[^\s\-?:,\[\]{}#&*!|>'"%@`]|[-?:](?=[^\s,\[\]{}]))"""
+_TOKEN = r"""
+    (?P<quoted>"(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|'')*')
+  | (?P<space>[ \t\r]+|\#[^\n]*)
+  | (?P<newline>\n)
+  | (?P<flow>[\[\]{},])
+  | (?P<colon>:COLON_END)
+  | (?P<other>-(?=\s|$)|[&*!][^\s,\[\]{}]*)
+  | (?P<plain>START(?:[^\s:STOP]|:(?=[^\sSTOP])|[ \t]+(?=[^\s\#STOP]))*)
+"""
+# A plain scalar runs to the end of the line in block context and stops at a flow indicator in
+# flow context, where any colon after a quoted key is a value indicator (JSON's "key":value).
+_BLOCK_TOKEN, _FLOW_TOKEN = (
+    re.compile(_TOKEN.replace("START", _PLAIN_START).replace("COLON_END", colon_end).replace("STOP", stop), re.X)
+    for colon_end, stop in ((r"(?=\s|$)", ""), ("", r",\[\]{}")))
+_SCALARS = ("plain", "quoted")
+
+
+def _yaml_tokens(text):
+    """(kind, text, line) of every token but spaces and comments."""
+    tokens, depth, position, line = [], 0, 0, 1
+    while position < len(text):
+        match = (_FLOW_TOKEN if depth else _BLOCK_TOKEN).match(text, position)
+        if match is None:
+            shown = text[position:position + 20].split("\n", 1)[0]
+            raise TopologyError(f"line {line}: {clip(shown)} cannot be read without PyYAML")
+        kind, value = match.lastgroup, match.group()
+        position = match.end()
+        if kind == "newline":
+            line += 1
+        elif kind == "flow":
+            depth = max(0, depth + (value in "[{") - (value in "]}"))
+        if kind != "space":
+            tokens.append((kind, value.rstrip() if kind == "plain" else value, line))
+    return tokens
+
+
+def _scalar(kind, value, line):
+    if kind == "plain":
+        return value
+    if value[0] == "'":
+        return value[1:-1].replace("''", "'")
+    if "\\" in value:
+        raise TopologyError(f"line {line}: an escape sequence in {clip(value)} cannot be read without PyYAML")
+    return value[1:-1]
+
+
+def _is_key(tokens, index):
+    return tokens[index][0] in _SCALARS and index + 1 < len(tokens) and tokens[index + 1][0] == "colon"
+
+
+def _after_newlines(tokens, index):
+    """The index of the first token at or after ``index`` that is not a line break, and whether one was crossed."""
+    start = index
+    while index < len(tokens) and tokens[index][0] == "newline":
+        index += 1
+    return index, index > start
+
+
+def _nodes_value(tokens, index):
+    """The hostlist after the ``nodes:`` whose value starts at ``index``, or "" for a null value."""
+    index = _after_newlines(tokens, index)[0]
+    if index == len(tokens) or tokens[index][1] in (",", "}", "]") or _is_key(tokens, index):
+        return ""
+    kind, value, line = tokens[index]
+    if kind not in _SCALARS:
+        raise TopologyError(f"line {line}: nodes: {clip(value)} cannot be read without PyYAML")
+    following, crossed = _after_newlines(tokens, index + 1)
+    if crossed and following < len(tokens) and tokens[following][0] in _SCALARS and not _is_key(tokens, following):
+        raise TopologyError(f"line {line}: a nodes value over several lines cannot be read without PyYAML")
+    return _scalar(kind, value, line)
+
+
+def topology_nodes_without_pyyaml(text):
+    """(nodes, flat only) of a topology.yaml in block or flow style: the one read a host without PyYAML makes.
+
+    The shrink guard must read the file it would replace on a minimal Slurm controller (no python3-yaml).
+    This tokenizer reads keys and the ``nodes`` values only; anything it cannot take literally (a block
+    scalar, an alias or tag as the value, a scalar over several lines, an escape, a directive) raises
+    TopologyError, so the guard fails closed instead of missing nodes.
+    """
+    tokens = _yaml_tokens(text)
+    names, keys = set(), set()
+    for index, (kind, value, line) in enumerate(tokens):
+        if not _is_key(tokens, index):
+            continue
+        key = _scalar(kind, value, line)
+        keys.add(key)
+        if key == "nodes":
+            nodes = _nodes_value(tokens, index + 2)
+            if nodes:
+                names.update(hostlist.expand(nodes))
+    return names, "flat" in keys and not keys & {"tree", "block"}

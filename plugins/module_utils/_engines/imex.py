@@ -11,6 +11,9 @@ once, so that a playbook can refuse to write anything anywhere while one domain 
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import natural_key
 
 try:
@@ -107,7 +110,8 @@ def peer_plan(topology, records) -> dict:
     ``address`` (its imex_address), ``facts_address`` and ``facts_origin`` (what its facts say).
 
     Only domains with at least one member in the play are planned (and checked). Returns
-    ``domains``: domain -> {nodes, hosts, addresses} in the domain's node order; ``hosts``: each
+    ``domains``: domain -> {nodes, hosts, addresses, errors} in the domain's node order (errors: that
+    domain's messages); ``hosts``: each
     host in the play -> {node, domain, reason} (domain None with the reason when it has no
     NVLink domain); ``errors``: messages naming the domain, node, host and address.
     """
@@ -144,6 +148,7 @@ def peer_plan(topology, records) -> dict:
     owner_of_address: dict[str, tuple[str, str]] = {}
     for domain in (name for name in members if name in wanted):
         plan = {"nodes": members[domain], "hosts": [], "addresses": []}
+        errors_before = len(errors)
         seen: dict[str, str] = {}
         families: dict[int, str] = {}
         for node in members[domain]:
@@ -181,5 +186,121 @@ def peer_plan(topology, records) -> dict:
             owner_of_address[address] = (domain, node)
             plan["hosts"].append(record["host"])
             plan["addresses"].append(address)
+        plan["errors"] = errors[errors_before:]
         domains[domain] = plan
     return {"domains": domains, "hosts": hosts, "errors": errors}
+
+
+CONFIG_HEADER = (
+    "# NVIDIA IMEX configuration, written by the aifactory.topology.imex role: edits here are replaced.\n"
+    "# NVLink domain {domain}; its peers are listed in {nodes_config_path}.\n"
+    "# nvidia-imex reads this file only when it starts; the role restarts it after a change.\n"
+)
+
+
+def render_nodes_config(addresses) -> str:
+    """``nodes_config.cfg``: one peer address a line, in the domain's order."""
+    return "".join(f"{address}\n" for address in addresses)
+
+
+def render_config(settings, domain, nodes_config_path) -> str:
+    """``config.cfg``: the header, then ``KEY=value`` in the order of ``settings``.
+
+    A None value leaves its key out (IMEX then uses its built-in default); a boolean is written 1 or 0.
+    A value that is not one line of text, a number or a boolean is a ValueError naming the key.
+    """
+    lines = [CONFIG_HEADER.format(domain=domain, nodes_config_path=nodes_config_path)]
+    for key, value in settings.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = int(value)
+        elif not isinstance(value, (str, int, float)) or (isinstance(value, str) and ("\n" in value or "\r" in value)):
+            raise ValueError(f"config.{key}: the value must be one line of text, a number, a boolean or null")
+        lines.append(f"{key}={value}\n")
+    return "".join(lines)
+
+
+# -- a run that costs what changed: which nodes to visit ------------------------------------------
+
+STATE_FORMAT = 1
+
+
+def read_applied(text) -> tuple[dict[str, str], str | None]:
+    """The ``domains`` (domain -> digest) of an applied-state file's text, and why it was not usable.
+
+    No file (None or empty text) is an empty state; a file that is not this format's JSON is an empty
+    state with the reason, so the run visits every domain (and writes a good file afterwards).
+    """
+    if not text:
+        return {}, None
+    try:
+        state = json.loads(text)
+    except ValueError as exc:
+        return {}, f"not JSON ({exc})"
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or not isinstance(state.get("domains"), dict):
+        return {}, f"not format {STATE_FORMAT} of the IMEX applied state"
+    return {str(name): str(digest) for name, digest in state["domains"].items()}, None
+
+
+def domain_digest(plan, settings, revision) -> str:
+    """What a domain's files depend on, as one SHA-256: its members, nodes and addresses in order, each
+    member's IMEX settings as the controller sees them, and the revision of the role that renders them."""
+    facts = {"format": STATE_FORMAT, "revision": revision, "nodes": plan["nodes"], "hosts": plan["hosts"],
+             "addresses": plan["addresses"], "settings": {host: settings.get(host) for host in plan["hosts"]}}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def fleet_selection(topology, records, settings, applied, revision, verify_all=False) -> dict:
+    """Plan every domain on the controller and choose the hosts a run must visit.
+
+    ``records`` as for ``peer_plan``, one per inventory host, ``in_play`` for the hosts of the node play
+    (their addresses from the inventory and the cached facts); ``settings``: host -> its IMEX settings as
+    the controller sees them; ``applied``: domain -> the digest recorded after its last complete apply.
+
+    A domain is visited (all its members in the play) when it was never applied, its digest differs, or
+    the controller cannot plan it (an address only the node's facts can give, a conflict: the node play
+    then finds and reports it); with ``verify_all`` every host of the play is visited. Returns ``plan``
+    (``peer_plan``'s), ``digests`` (domain -> digest, for domains planned without error), ``status``
+    (domain -> unchanged, new, changed or unplanned), ``visit_domains``, ``visit`` (hosts, inventory
+    order) and ``outside`` (host of the play -> why it has no domain).
+    """
+    plan = peer_plan(topology, records)
+    digests, status = {}, {}
+    for domain, entry in plan["domains"].items():
+        if entry["errors"]:
+            status[domain] = "unplanned"
+            continue
+        digests[domain] = domain_digest(entry, settings, revision)
+        if domain not in applied:
+            status[domain] = "new"
+        elif applied[domain] != digests[domain]:
+            status[domain] = "changed"
+        else:
+            status[domain] = "unchanged"
+    visit_domains = [domain for domain, state in status.items() if verify_all or state != "unchanged"]
+    wanted = set(visit_domains)
+    outside = {host: entry["reason"] for host, entry in plan["hosts"].items() if entry["domain"] is None}
+    visit = [host for host, entry in plan["hosts"].items()
+             if entry["domain"] in wanted or (verify_all and entry["domain"] is None)]
+    return {"plan": plan, "digests": digests, "status": status, "visit_domains": visit_domains,
+            "visit": visit, "outside": outside}
+
+
+def applied_after(before, fleet, reports) -> dict[str, str]:
+    """The applied state after a run: ``before`` plus each visited domain that was applied whole.
+
+    ``reports``: host -> the peer addresses of its domain as the node play wrote them (hosts that reached
+    the end of the role; a host that failed, was left out by --limit or ran in check mode is missing).
+    A domain counts only when every member reported the controller's addresses: a run limited to part of
+    it, or whose node plan differs (cached facts older than the node's), stays to be applied.
+    """
+    after = dict(before)
+    for domain in fleet["visit_domains"]:
+        digest = fleet["digests"].get(domain)
+        entry = fleet["plan"]["domains"][domain]
+        if digest is None:
+            continue
+        if entry["hosts"] and all(reports.get(host) == entry["addresses"] for host in entry["hosts"]):
+            after[domain] = digest
+    return after

@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import CREATE, Kind
 
 API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
 # The API path of the objects above (their group and version), for the writers and the tests.
@@ -39,6 +40,14 @@ _DNS_UNSAFE = re.compile(r"[^a-z0-9]+")
 def selector(resource):
     """The label selector of the managed objects of one kind (what stale cleanup lists)."""
     return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_ENGINE}={ENGINE},{LABEL_RESOURCE}={resource}"
+
+
+def kinds(namespace):
+    """The two kinds of NFD object in ``namespace`` (k8s_desired.Kind), in apply order: created and JSON-patched
+    (a same-named object without our labels is taken over), listed by our labels."""
+    return [Kind(API_VERSION, "NodeFeature", "nodefeatures", namespace, CREATE, selector(RESOURCE_NODE_FEATURE)),
+            Kind(API_VERSION, "NodeFeatureGroup", "nodefeaturegroups", namespace, CREATE,
+                 selector(RESOURCE_NODE_FEATURE_GROUP))]
 
 
 def dns_label_part(value):

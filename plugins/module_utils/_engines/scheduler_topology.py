@@ -18,14 +18,15 @@ can give one KAI domain: refused when KAI is a consumer. podAffinity and the nat
 kube-scheduler treat one value of one key as one domain: a value found under more than one parent is
 reported (``shared_values``).
 
-Pure functions: no network. The module's work is ``_orchestration/k8s_scheduler_topology``, its writes
-``_writers/k8s_scheduler_topology``.
+Pure functions: no network. The module's work is ``_orchestration/k8s_scheduler_topology``; the desired objects
+(``kinds``, ``render``) are written by ``_writers/k8s_objects``.
 """
 
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import Kind
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 
@@ -35,23 +36,28 @@ KAI_API = "kai.scheduler/v1alpha1"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 MAX_LEVELS = 16            # both CRDs: spec.levels maxItems
 MAX_FLAVOR_NODE_LABELS = 8  # Kueue: ResourceFlavor spec.nodeLabels maxProperties
-# Our objects carry these labels; stale cleanup lists by them (one set of objects per set name).
+# Our objects carry these labels (one set of objects per set name): ``kinds`` makes them the owner labels.
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "aifactory-topology"
 LABEL_SET = "topology.aifactory.dev/scheduler-topology"
 DEFAULT_NAME = "aifactory-topology"
 MAX_REPORTED = 1000
 
-# (consumer, kind) -> (api version, plural resource): everything the writer reads, writes or deletes.
-RESOURCES = {
-    ("kueue", "Topology"): (KUEUE_API, "topologies"),
-    ("kueue", "ResourceFlavor"): (KUEUE_API, "resourceflavors"),
-    ("kai", "Topology"): (KAI_API, "topologies"),
-}
 
-
-def selector(set_name):
-    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_SET}={set_name}"
+def kinds(set_name):
+    """(consumer, kind) -> k8s_desired.Kind: everything the writer lists, writes or deletes, in apply order (a
+    Topology before the flavor naming it). Ours carry both labels; the CRDs freeze a Topology's levels and a
+    flavor's nodeLabels and topologyName (once topologyName is set)."""
+    owner = {LABEL_MANAGED_BY: MANAGED_BY, LABEL_SET: set_name}
+    return {
+        ("kueue", "Topology"): Kind(KUEUE_API, "Topology", "topologies", owner_labels=owner, immutable=("levels",),
+                                    kubectl_ids=True),
+        ("kueue", "ResourceFlavor"): Kind(KUEUE_API, "ResourceFlavor", "resourceflavors", owner_labels=owner,
+                                          immutable=("nodeLabels", "topologyName"), immutable_once="topologyName",
+                                          kubectl_ids=True),
+        ("kai", "Topology"): Kind(KAI_API, "Topology", "topologies", owner_labels=owner, immutable=("levels",),
+                                  kubectl_ids=True),
+    }
 
 
 class Options:
@@ -256,7 +262,8 @@ def resource_flavor(name, topology_name, node_labels, set_name):
 
 
 def render(topology, options, selected=None, warn=None):
-    """The desired objects and findings: {objects: {consumer: [object, ...]}, levels, findings, summary}.
+    """The desired objects and findings: {objects: {consumer: [object, ...]}, kinds (``kinds(options.name)``),
+    desired ([(Kind, object)] in apply order), levels, findings, summary}.
 
     ``selected``: the names of the nodes the objects are for (those the flavor selects on the server), or None
     for every node of the model; the levels and the checks look at the selected nodes of the model only.
@@ -289,8 +296,11 @@ def render(topology, options, selected=None, warn=None):
                                 f"domain: {shown}; rename the switches or domains; nothing was written")
     missing = missing_levels(nodes, quarantined, desired, levels, options.keys)
     shared = shared_values(paths, wanted)
+    by_kind = kinds(options.name)
     return {
         "objects": objects,
+        "kinds": by_kind,
+        "desired": [(by_kind[(consumer, obj["kind"])], obj) for consumer, objs in objects.items() for obj in objs],
         "levels": levels,
         "findings": {"missing_levels": missing[:MAX_REPORTED], "shared_values": shared[:MAX_REPORTED]},
         "summary": {"levels": len(levels), "fabric_tiers": depth, "nodes_in_topology": len(topology.nodes),

@@ -1,16 +1,15 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the Kubernetes modules share: their argument spec and the connection they write through."""
+"""What the Kubernetes modules share: their argument spec, the connection they write through, and ``finish``, the one
+place a write report becomes the result's ``changed``, ``diff`` and the partial-write error."""
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import node_diff
 
 # Doc fragment k8s_labels: the label keys k8s_node_labels writes and k8s_scheduler_topology names as levels.
 LABEL_KEYS_ARG_SPEC = {
@@ -60,11 +59,17 @@ def run(module, work, warnings=None):
     module.exit_json(**result)
 
 
-def finish_node_writes(result, written, error, diff):
-    """``result`` with the diff of the written nodes in diff mode; PartialWrite when a write failed."""
+def finish(result, reports, diff):
+    """``result`` with ``changed`` (something was written, or would be in check mode) and, in diff mode only, the
+    diff of ``reports`` (one section, or a list of sections when they have headers); PartialWrite when a write
+    failed: its message is the error, then what was already written (every report's, in order)."""
+    result["changed"] = any(report.changed for report in reports)
     if diff:
-        result["diff"] = node_diff(written)
+        sections = [report.diff() for report in reports]
+        result["diff"] = sections if reports[0].headers else sections[0]
+    error = next((report.error for report in reports if report.error is not None), None)
     if error is not None:
-        raise PartialWrite(f"{error} ({len(written)} nodes were already patched: "
-                           f"{hostlist.compress(result['changed_nodes']) or 'none'})", result)
+        written = [text for text in (report.written() for report in reports) if text] or ["nothing"]
+        notes = [note for report in reports for note in report.notes]
+        raise PartialWrite(f"{error} (already written: {'; '.join(written + notes)})", result)
     return result

@@ -27,17 +27,6 @@ def run(module):
     k8s_module.run(module, work)
 
 
-class BrokerAnnotationKeys:
-    """The node annotations k8s_node_annotations manages (Topograph's Node Data Broker keys)."""
-
-    @staticmethod
-    def is_managed(key):
-        return key in _labels.BROKER_ANNOTATIONS
-
-    def managed(self, annotations):
-        return {key: value for key, value in (annotations or {}).items() if self.is_managed(key)}
-
-
 def reconcile(client, desired, options, warn=None, diff=False):
     """Set the broker annotations of each node of ``desired`` (node name -> annotations); a result dict."""
     warn = warn or (lambda message: None)
@@ -46,12 +35,11 @@ def reconcile(client, desired, options, warn=None, diff=False):
     missing = [name for name in desired if name not in nodes]
     if missing:
         warn(f"{len(missing)} nodes with facts are not in the cluster: {hostlist.compress(missing)}")
-    keys = BrokerAnnotationKeys()
+    keys = _labels.ManagedKeys(_labels.BROKER_ANNOTATIONS)  # Topograph's Node Data Broker keys
     changes = plan_node_changes(nodes, desired, keys, field="annotations")
-    written, error = patch_nodes(client, changes, nodes, keys, options, field="annotations")
+    report = patch_nodes(client, changes, nodes, keys, options, field="annotations")
     result = {
-        "changed": bool(written),
-        "changed_nodes": [change.name for change in written],
-        "summary": {"nodes_given": len(desired), "nodes_changed": len(written), "nodes_missing": len(missing)},
+        "changed_nodes": report.ids(),
+        "summary": {"nodes_given": len(desired), "nodes_changed": len(report.done), "nodes_missing": len(missing)},
     }
-    return k8s_module.finish_node_writes(result, written, error, diff)
+    return k8s_module.finish(result, [report], diff)

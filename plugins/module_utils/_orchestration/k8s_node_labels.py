@@ -79,21 +79,20 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
               if (name in unhealthy) != node.marked_unhealthy()}
     shrink_guard.check_share(sorted(unhealthy), len(nodes), "listed nodes quarantined as unhealthy", max_node_loss,
                              force, warn, action="taint", acting="tainting")
-    written, error = patch_nodes(client, changes, nodes, keys, options)
-    tainted = []
-    if error is None and taints:
-        tainted, error = patch_unhealthy_taints(client, taints, options)
-    cleaned = sum(1 for change in written if change.name not in topology.nodes)
+    report = patch_nodes(client, changes, nodes, keys, options)
+    if report.error is None and taints:
+        report.extend(patch_unhealthy_taints(client, taints, options))
+    patched = report.ids("patched")
     result = {
-        "changed": bool(written or tainted),
-        "changed_nodes": [change.name for change in written],
-        "tainted": [name for name in tainted if taints[name]],
-        "untainted": [name for name in tainted if not taints[name]],
-        "changes": {change.name: change.after for change in written},
+        "changed_nodes": patched,
+        "tainted": report.ids("tainted"),
+        "untainted": report.ids("untainted"),
+        "changes": {name: report.after[name] for name in patched},
         "summary": {
-            "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(written),
-            "nodes_cleaned": cleaned, "nodes_missing": len(missing), "quarantined": len(topology.quarantined),
+            "nodes_listed": len(nodes), "nodes_in_topology": in_topology, "nodes_changed": len(patched),
+            "nodes_cleaned": sum(1 for name in patched if name not in topology.nodes), "nodes_missing": len(missing),
+            "quarantined": len(topology.quarantined),
         },
         "quarantined": topology.quarantine_report(),
     }
-    return k8s_module.finish_node_writes(result, written, error, diff)
+    return k8s_module.finish(result, [report], diff)

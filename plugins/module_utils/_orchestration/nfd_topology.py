@@ -10,8 +10,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines import
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_objects import sync_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
 
 
 def run(module):
@@ -48,32 +47,19 @@ def reconcile(client, topology, namespace, options, cleanup=True, no_topology_va
     if not features:
         raise TopologyError("the topology gives no node a fabric tier or accelerator domain, so there would be no "
                             "NodeFeature objects; refusing to go on (the existing objects are kept)")
-    result = {"changed": False, "node_features": len(features), "node_feature_groups": len(groups),
-              "created": {}, "updated": {}, "deleted": {}}
     feature_of = {nfd.stable_object_name("topograph-node", record.node): record.node
                   for record in topology.quarantined.values() if record.node is not None}
+    kinds = nfd.kinds(namespace)
 
-    def guard(existing, deleted):  # before the first write of the first kind: NodeFeature
-        shrink_guard.check_share(sorted(feature_of[name] for name in deleted if name in feature_of), len(existing),
+    def guard(listed, deletes):  # after the lists, before the first write
+        shrink_guard.check_share(sorted(feature_of[name] for kind, name in deletes
+                                        if kind is kinds[0] and name in feature_of), len(listed[kinds[0]]),
                                  "listed NodeFeature objects, of quarantined nodes", max_node_loss, force,
                                  warn or (lambda message: None), action="delete", acting="deleting")
-    before, after = {}, {}
-    for kind, resource, objects, marker in (
-            ("NodeFeature", "nodefeatures", features, nfd.RESOURCE_NODE_FEATURE),
-            ("NodeFeatureGroup", "nodefeaturegroups", groups, nfd.RESOURCE_NODE_FEATURE_GROUP)):
-        sync = sync_objects(client, nfd.API, namespace, resource, objects, nfd.selector(marker), options, cleanup,
-                            guard=guard if kind == "NodeFeature" else None)
-        result["changed"] = result["changed"] or sync.changed
-        result["created"][kind], result["updated"][kind], result["deleted"][kind] = \
-            sync.created, sync.updated, sync.deleted
-        before.update({f"{kind}/{name}": value for name, value in sync.before.items()})
-        after.update({f"{kind}/{name}": value for name, value in sync.after.items()})
-        if sync.error is not None:
-            if diff:
-                result["diff"] = {"before": before, "after": after}
-            done = [f"{action} {', '.join(f'{kind}/{name}' for kind, names in result[action].items() for name in names)}"
-                    for action in ("created", "updated", "deleted") if any(result[action].values())]
-            raise PartialWrite(f"{sync.error} (already {'; '.join(done) if done else 'written: nothing'})", result)
-    if diff:
-        result["diff"] = {"before": before, "after": after}
-    return result
+    desired = [(kinds[0], obj) for obj in features] + [(kinds[1], obj) for obj in groups]
+    report = k8s_objects.reconcile(client, kinds, desired, options, cleanup, guard=guard)
+    result = {"node_features": len(features), "node_feature_groups": len(groups)}
+    for action in ("created", "updated", "deleted"):
+        result[action] = {kind.kind: [oid.split("/", 1)[1] for oid in report.ids(action)
+                                      if oid.startswith(kind.kind + "/")] for kind in kinds}
+    return k8s_module.finish(result, [report], diff)

@@ -12,9 +12,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._orchestration 
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import WriteReport
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_configmap import apply_configmap_key, ready_pod_nodes
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import list_nodes, node_diff, patch_nodes, plan_node_changes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import list_nodes, patch_nodes, plan_node_changes
 
 
 def run(module):
@@ -32,17 +32,6 @@ def run(module):
 
 
 FIELD_MANAGER = "aifactory-topology-slinky"
-
-
-class AnnotationKeys:
-    """The node annotations slinky_topology manages: only the spec."""
-
-    @staticmethod
-    def is_managed(key):
-        return key == slinky.SPEC_ANNOTATION
-
-    def managed(self, annotations):
-        return {key: value for key, value in (annotations or {}).items() if self.is_managed(key)}
 
 
 def reconcile(client, topology, params, options, warn=None, diff=False):
@@ -76,28 +65,20 @@ def reconcile(client, topology, params, options, warn=None, diff=False):
 
     node_plan = _plan_spec_annotations(client, specs, namespace, pod_selector, params, warn) \
         if specs is not None else None
-    changed, before, _after = apply_configmap_key(
+    configmap = apply_configmap_key(
         client, namespace, name, key, content, annotations, options,
         owned_annotations=(slinky.ANNOTATION_PLUGIN, slinky.ANNOTATION_BLOCK_SIZES),
         timestamp_annotation=slinky.ANNOTATION_LAST_UPDATED, guard=guard)
-    result = {"changed": changed, "configmap_changed": changed, "content": content, "annotated_nodes": [],
-              "summary": summary}
-    diffs = [{"before_header": f"configmap/{namespace}/{name} {key}" if before is not None else "/dev/null",
-              "after_header": f"configmap/{namespace}/{name} {key}", "before": before or "", "after": content}]
+    reports = [configmap]
     if node_plan is not None:
         changes, nodes, keys = node_plan
-        written, error = patch_nodes(client, changes, nodes, keys, options, "annotations")
-        result["annotated_nodes"] = [change.name for change in written]
-        result["changed"] = result["changed"] or bool(written)
-        diffs.append(dict(node_diff(written), before_header="node annotations", after_header="node annotations"))
-        if error is not None:
-            if diff:
-                result["diff"] = diffs
-            raise PartialWrite(f"{error} (spec annotations already set on: "
-                               f"{hostlist.compress(result['annotated_nodes']) or 'no node'})", result)
-    if diff:
-        result["diff"] = diffs
-    return result
+        annotated = patch_nodes(client, changes, nodes, keys, options, "annotations") if configmap.error is None \
+            else WriteReport(nodes=True)
+        annotated.headers = ("node annotations", "node annotations")
+        reports.append(annotated)
+    result = {"configmap_changed": configmap.changed, "content": content,
+              "annotated_nodes": reports[1].ids() if node_plan is not None else [], "summary": summary}
+    return k8s_module.finish(result, reports, diff)
 
 
 def _plan_spec_annotations(client, specs, namespace, pod_selector, params, warn):
@@ -115,5 +96,5 @@ def _plan_spec_annotations(client, specs, namespace, pod_selector, params, warn)
     if unplaced:
         warn(f"{len(unplaced)} Slurm nodes run on no listed Kubernetes node and get no spec annotation: "
              f"{hostlist.compress(unplaced)}")
-    keys = AnnotationKeys()
+    keys = _labels.ManagedKeys([slinky.SPEC_ANNOTATION])
     return plan_node_changes(nodes, desired, keys, "annotations"), nodes, keys

@@ -83,5 +83,7 @@ def run_drains(drains, scontrol, check_mode):
     from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
 
     if not check_mode:
+        # Imported where it is used (as plan_drains does): a run without drain_unhealthy never loads it.
+        from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
         for args in slurm_drain.commands(drains["drained"], drains["resumed"]):
             scontrol(args)

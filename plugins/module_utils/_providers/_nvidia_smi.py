@@ -108,6 +108,8 @@ Q_NAMES = {
 _GPU_HEADER = re.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]")
 _ATTACHED = re.compile(r"Attached GPUs\s*:\s*(\d{1,4})\s*")
 _FIELD_NAME = re.compile(r"[a-z][A-Za-z0-9_.]*")
+# What summarize says of a node's GPUs: in a multi-node domain, NVLink inside the node only, no fabric.
+FABRIC_KINDS = ("domain", "node", "none")
 COMPLETED = "Completed"
 SUCCESS = "Success"
 # One row per GPU is a few hundred bytes; -q of 8 GPUs is about 60 KB; a node has at most a few dozen GPUs.
@@ -202,10 +204,9 @@ def _q_records(node, lines):
         key, colon, value = stripped.partition(":")
         key = key.strip()
         if not colon:
-            if key == "Fabric" and (current is None or "fabric.state" in current[1] or not records):
+            if key == "Fabric" and (current is None or "fabric.state" in current[1]):
                 # Output cut to the Fabric sections, without GPU headers: each section is a GPU.
-                if current is None or "fabric.state" in current[1]:
-                    current = _new_record(node, records, f"line {number}")
+                current = _new_record(node, records, f"line {number}")
             path.append((depth, key))
             continue
         section = path[-1][1] if path else None
@@ -351,7 +352,8 @@ def summarize(node, records, attached=None):
         facts.update(fabric="domain", cluster_uuid=uuid, clique_id=clique, domain=domain)
     else:
         facts["fabric"] = "node" if ("node", None) in kinds else "none"
-    health = {field.rsplit(".", 1)[1]: available(record.get(field)) for _where_, record in records
+    # The rows the GPUs reported (a later GPU's value wins: the facts show one value per row).
+    health = {field.rsplit(".", 1)[1]: available(record.get(field)) for _row, record in records
               for field in HEALTH_FIELDS if available(record.get(field)) is not None}
     if health:
         facts["health"] = health
@@ -378,6 +380,8 @@ def decide(node, facts, require_domain=False, where=None, gathered=False):
                        if gathered else str(facts[key]))
     if "fabric" not in facts:
         return _legacy_domain(node, facts, require_domain, where)
+    if facts["fabric"] not in FABRIC_KINDS:
+        raise NodeDataError(f"{where}: fabric must be one of {', '.join(FABRIC_KINDS)}, got {clip(facts['fabric'])}")
     if facts["fabric"] == "domain":
         return _checked_domain(node, facts, where)
     serial = (facts.get("location") or {}).get("chassis_serial_number") if isinstance(facts.get("location"), dict) \

@@ -1,11 +1,13 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What every Kubernetes writer shares: how writes are sent, and the partial-write error.
+"""What every Kubernetes writer shares: how writes are sent, the one read and delete, and the write report.
 
 Writers list once and write only what differs. In check mode every write is still sent, with
 ``dryRun=All``: the API server validates and authorises it (RBAC, admission) and returns the
-result, and nothing is stored. What each writer writes: ``k8s_nodes`` (node labels and
-annotations), ``k8s_objects`` (NFD custom objects), ``k8s_configmap`` (the Slinky ConfigMap key).
+result, and nothing is stored. Each writer returns a ``WriteReport``; ``_orchestration/k8s_module.finish``
+is the one place that turns reports into ``changed``, ``diff`` and the partial-write error. What each
+writes: ``k8s_nodes`` (node labels, annotations, the unhealthy taint), ``k8s_objects`` (the desired
+objects of the engines: NFD's, the schedulers' Topology objects), ``k8s_configmap`` (the Slinky ConfigMap key).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, TopologyError
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -40,6 +43,71 @@ class WriteOptions:
             query["dryRun"] = "All"
         query.update(extra)
         return query
+
+
+def read(client, path):
+    """The stored object at ``path``, or None when there is none (HTTP 404)."""
+    try:
+        return client.request("GET", path)
+    except _k8s.K8sError as exc:
+        if exc.status != 404:
+            raise
+        return None
+
+
+def delete(client, path, options):
+    """Delete ``path`` (a dry run in check mode); one already gone is no error."""
+    try:
+        client.request("DELETE", path, {"dryRun": "All"} if options.check_mode else {})
+    except _k8s.K8sError as exc:
+        if exc.status != 404:
+            raise
+
+
+class WriteReport:
+    """What a writer did (in check mode: would do), the one shape every Kubernetes writer returns.
+
+    ``done``: (action, id) in the order written, the action a past participle (``created``, ``updated``,
+    ``recreated``, ``deleted``, ``patched``, ``tainted``, ``untainted``, ``applied``); ``before`` and
+    ``after``: what the diff shows, by id (or, for one text, the text itself); ``error``: the first failed
+    request, after which nothing more was sent (``done`` says what went before it); ``notes``: what the
+    partial-write message adds; ``headers``: (before_header, after_header) when the diff is one of several
+    sections; ``nodes``: the ids are node names (the message compresses them as a host list).
+    """
+
+    def __init__(self, nodes=False, headers=None):
+        self.done, self.before, self.after = [], {}, {}
+        self.error, self.notes = None, []
+        self.nodes, self.headers = nodes, headers
+
+    @property
+    def changed(self):
+        return bool(self.done)
+
+    def ids(self, *actions):
+        """The ids written by any of ``actions`` (by any action when none is given), in order."""
+        return [oid for action, oid in self.done if not actions or action in actions]
+
+    def extend(self, other):
+        """Add ``other``'s writes (a second step of the same writer: the taints after the labels)."""
+        self.done += other.done
+        self.before.update(other.before)
+        self.after.update(other.after)
+        self.notes += other.notes
+        self.error = self.error or other.error
+
+    def written(self):
+        """``created a, b; deleted c``: what was written, by action in the order first done, or ''."""
+        actions = list(dict.fromkeys(action for action, _oid in self.done))
+        if self.nodes:
+            return "; ".join(f"{action} nodes {hostlist.compress(self.ids(action))}" for action in actions)
+        return "; ".join(f"{action} {', '.join(self.ids(action))}" for action in actions)
+
+    def diff(self):
+        section = {"before": self.before, "after": self.after}
+        if self.headers:
+            section.update(before_header=self.headers[0], after_header=self.headers[1])
+        return section
 
 
 class PartialWrite(AifactoryTopologyError):

@@ -11,7 +11,7 @@ import datetime
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import APPLY_PATCH
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import APPLY_PATCH, WriteReport, read
 
 
 def now_rfc3339():
@@ -26,15 +26,12 @@ def apply_configmap_key(client, namespace, name, key, content, annotations, opti
     a rerun with the same content writes nothing. ``owned_annotations`` are keys we set in earlier
     runs that must disappear when no longer in ``annotations``. ``guard(before, content)`` may
     raise to refuse the write.
-    Returns (changed, before content or None, server's content after the apply).
+    Returns a WriteReport: ``applied configmap/<namespace>/<name>`` when written; its diff is the key's text
+    before (empty when there was none) and ``content``.
     """
     path = _k8s.namespaced_path("/api/v1", namespace, "configmaps", name)
-    try:
-        current = client.request("GET", path)
-    except _k8s.K8sError as exc:
-        if exc.status != 404:
-            raise
-        current = None
+    current = read(client, path)
+    shown = f"configmap/{namespace}/{name}"
     metadata = (current or {}).get("metadata") or {}
     have_annotations = metadata.get("annotations") or {}
     before = ((current or {}).get("data") or {}).get(key) if current is not None else None
@@ -46,8 +43,10 @@ def apply_configmap_key(client, namespace, name, key, content, annotations, opti
         kept = have_annotations.get(timestamp_annotation)
         wanted[timestamp_annotation] = now() if content_changed or not kept else kept
     stale = [k for k in owned_annotations if k in have_annotations and k not in wanted]
+    report = WriteReport(headers=(f"{shown} {key}" if before is not None else "/dev/null", f"{shown} {key}"))
+    report.before, report.after = before or "", content
     if not content_changed and not stale and all(have_annotations.get(k) == v for k, v in wanted.items()):
-        return False, before, before
+        return report
     _check_configmap_sizes(current, key, content, wanted, stale, f"configmap {namespace}/{name}")
     body = {
         "apiVersion": "v1",
@@ -55,8 +54,13 @@ def apply_configmap_key(client, namespace, name, key, content, annotations, opti
         "metadata": {"name": name, "namespace": namespace, "annotations": wanted},
         "data": {key: content},
     }
-    result = client.request("PATCH", path, options.query(force="true"), body, APPLY_PATCH)
-    return True, before, (result.get("data") or {}).get(key)
+    try:
+        client.request("PATCH", path, options.query(force="true"), body, APPLY_PATCH)
+    except _k8s.K8sError as exc:
+        report.error = exc
+    else:
+        report.done.append(("applied", shown))
+    return report
 
 
 def _check_configmap_sizes(current, key, content, annotations, stale, where):

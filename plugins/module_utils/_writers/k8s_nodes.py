@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Node labels and annotations: one JSON merge patch per changed node.
+"""Node labels and annotations (the engines' desired entries per node): one JSON merge patch per changed node.
 
 Each patch carries the listed ``resourceVersion`` as a precondition; on HTTP 409 the node is read
 again and the patch recomputed from its fresh state. Bounded concurrency.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import MERGE_PATCH, WriteReport
 
 
 # The taint k8s_node_labels puts on nodes quarantined as unhealthy (taint_unhealthy), and takes off again.
@@ -127,7 +127,8 @@ def check_desired_annotations(desired, where, one_line=()):
 
 
 def patch_nodes(client, changes, nodes, keys, options, field="labels"):
-    """Send the planned patches; returns (changes actually written or dry-run, first error)."""
+    """Send the planned patches; a WriteReport: ``patched`` nodes, their managed entries before and after (the
+    server's answer), the first error."""
 
     def patch_one(change):
         state = {"node": nodes[change.name]}
@@ -156,7 +157,14 @@ def patch_nodes(client, changes, nodes, keys, options, field="labels"):
         return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)
 
     results, error = _k8s.run_bounded(patch_one, changes, options.concurrency)
-    return [change for change in results if change is not None and change.written], error
+    report = WriteReport(nodes=True)
+    for change in results:
+        if change is not None and change.written:
+            report.done.append(("patched", change.name))
+            report.before[change.name] = dict(sorted(change.before.items()))
+            report.after[change.name] = dict(sorted(change.after.items()))
+    report.error = error
+    return report
 
 
 def patch_unhealthy_taints(client, wanted, options):
@@ -165,7 +173,8 @@ def patch_unhealthy_taints(client, wanted, options):
 
     Each node is read whole first (the list has no taints). ``spec.taints`` is one list: the patch carries
     every other taint of the node as read, with its ``resourceVersion`` as a precondition, so a taint someone
-    else adds meanwhile is never lost (409: read again, recompute). Returns (names written, first error).
+    else adds meanwhile is never lost (409: read again, recompute). A WriteReport: ``tainted`` and ``untainted``
+    nodes, the first error.
     """
     def patch_one(name):
         def attempt():
@@ -184,12 +193,7 @@ def patch_unhealthy_taints(client, wanted, options):
         return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)
 
     results, error = _k8s.run_bounded(patch_one, sorted(wanted), options.concurrency)
-    return [name for name in results if name is not None], error
-
-
-def node_diff(changes):
-    """Diff-mode data: before/after managed entries of every written node (after = the server's answer)."""
-    return {
-        "before": {change.name: dict(sorted(change.before.items())) for change in changes},
-        "after": {change.name: dict(sorted(change.after.items())) for change in changes},
-    }
+    report = WriteReport(nodes=True)
+    report.done = [("tainted" if wanted[name] else "untainted", name) for name in results if name is not None]
+    report.error = error
+    return report

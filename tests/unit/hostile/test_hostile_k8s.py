@@ -24,7 +24,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import la
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s as k8s_writer
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_scheduler_topology as scheduler_writer
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import Kind
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as scheduler_engine
 from ansible_collections.aifactory.topology.plugins.modules import (
     k8s_node_annotations,
@@ -284,7 +284,7 @@ class SchedulerApi:
     def list(self, path, label_selector=None, metadata_only=False):
         if path == _k8s.node_path():
             return [{"metadata": {"name": name, "labels": {"pool": "gpu"}}} for name in ("n1", "n2")]
-        wanted = dict(part.split("=", 1) for part in label_selector.split(","))
+        wanted = dict(part.split("=", 1) for part in label_selector.split(",")) if label_selector else {}
         return [item for key, item in self.objects.items() if key.startswith(path + "/")
                 and all(item["metadata"].get("labels", {}).get(k) == v for k, v in wanted.items())]
 
@@ -311,7 +311,7 @@ class SchedulerApi:
         return [request for request in self.requests if request[0] in ("PATCH", "DELETE")]
 
     def topology(self):
-        return self.objects.get(scheduler_writer.object_path(scheduler_engine.KUEUE_API, "topologies", "gpus"))
+        return self.objects.get(Kind(scheduler_engine.KUEUE_API, "", "topologies").path("gpus"))
 
 
 def reconcile_gpus(api, check_mode=False, **params):
@@ -330,7 +330,7 @@ def reconcile_gpus(api, check_mode=False, **params):
 @pytest.mark.parametrize("check_mode", [False, True], ids=["apply", "check"])
 def test_another_teams_topology_is_never_updated_deleted_or_recreated(labels, shown, check_mode):
     api = SchedulerApi()
-    path = scheduler_writer.object_path(scheduler_engine.KUEUE_API, "topologies", "gpus")
+    path = Kind(scheduler_engine.KUEUE_API, "", "topologies").path("gpus")
     theirs = {"apiVersion": scheduler_engine.KUEUE_API, "kind": "Topology",
               "metadata": {"name": "gpus", "labels": labels}, "spec": {"levels": [{"nodeLabel": "their/rack"}]}}
     api.objects[path] = theirs
@@ -344,14 +344,14 @@ def test_another_teams_topology_is_never_updated_deleted_or_recreated(labels, sh
 def test_a_recreate_that_fails_after_its_delete_reports_the_object_deleted():
     api = SchedulerApi()
     reconcile_gpus(api)
-    path = scheduler_writer.object_path(scheduler_engine.KUEUE_API, "topologies", "gpus")
+    path = Kind(scheduler_engine.KUEUE_API, "", "topologies").path("gpus")
     api.topology()["spec"]["levels"] = [{"nodeLabel": "old/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
     api.fail[("PATCH", path)] = _k8s.K8sError(f"PATCH {path}: HTTP 500 Internal Server Error", 500)
     with pytest.raises(k8s_writer.PartialWrite) as info:
         reconcile_gpus(api)
     assert str(info.value) == (f"PATCH {path}: HTTP 500 Internal Server Error (already written: deleted "
                                f"{KUEUE_TOPOLOGY}; {KUEUE_TOPOLOGY} was deleted to be created again and is not there "
-                               "now (the scheduler sees no such object): run again once the cause is fixed)")
+                               "now: run again once the cause is fixed)")
     assert info.value.result["deleted"] == [KUEUE_TOPOLOGY] and info.value.result["updated"] == []
     assert api.topology() is None
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
@@ -41,9 +43,25 @@ def test_imex_peers_plans_and_checks_records():
     plan = FILTERS["imex_peers"](MODEL, records)
     assert plan["errors"] == []
     assert plan["domains"] == {"rack02": {"nodes": ["n1", "n2", "n10"], "hosts": ["n1", "n2", "n10"],
-                                          "addresses": ["10.0.0.3", "10.0.0.2", "10.0.0.1"]}}
+                                          "addresses": ["10.0.0.3", "10.0.0.2", "10.0.0.1"],
+                                          "errors": []}}
     assert plan["hosts"]["login01"]["domain"] is None
     with pytest.raises(AnsibleFilterError, match="records must be a list of mappings"):
         FILTERS["imex_peers"](MODEL, {"n1": "10.0.0.1"})
     with pytest.raises(AnsibleFilterError, match=r"records\[1\] has no host"):
         FILTERS["imex_peers"](MODEL, [records[0], {"address": "10.0.0.9"}])
+
+
+def test_imex_fleet_and_imex_applied_round_trip_through_the_state_file_text():
+    records = [{"host": name, "in_play": True, "address": f"10.0.0.{index}"}
+               for index, name in enumerate(["n10", "n2", "n1", "login01"], start=1)]
+    fleet = FILTERS["imex_fleet"](MODEL, records, {}, "", "r1")
+    assert fleet["visit"] == ["n10", "n2", "n1"] and fleet["state_problem"] is None
+    addresses = fleet["plan"]["domains"]["rack02"]["addresses"]
+    state = FILTERS["imex_applied"](fleet, {host: addresses for host in ("n1", "n2", "n10")})
+    assert state == {"format": 1, "domains": {"rack02": fleet["digests"]["rack02"]}}
+    again = FILTERS["imex_fleet"](MODEL, records, {}, json.dumps(state), "r1")
+    assert again["visit"] == [] and again["status"] == {"rack02": "unchanged"}
+    assert FILTERS["imex_fleet"](MODEL, records, {}, "garbage", "r1")["state_problem"].startswith("not JSON")
+    with pytest.raises(AnsibleFilterError, match="imex_fleet's result"):
+        FILTERS["imex_applied"]({}, {})

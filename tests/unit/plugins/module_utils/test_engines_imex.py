@@ -91,9 +91,9 @@ def test_plan_lists_each_domain_in_node_order_and_skips_hosts_without_domain():
     assert plan["errors"] == []
     assert plan["domains"] == {
         "rack02": {"nodes": ["r02-n1", "r02-n2", "r02-n10"], "hosts": ["r02-n1", "r02-n2", "r02-n10"],
-                   "addresses": ["10.0.2.1", "10.0.2.2", "10.0.2.10"]},
+                   "addresses": ["10.0.2.1", "10.0.2.2", "10.0.2.10"], "errors": []},
         "rack01": {"nodes": ["r01-n1", "r01-n2", "r01-n10"], "hosts": ["r01-n1", "r01-n2", "r01-n10"],
-                   "addresses": ["10.0.1.1", "10.0.1.2", "10.0.1.10"]},
+                   "addresses": ["10.0.1.1", "10.0.1.2", "10.0.1.10"], "errors": []},
     }
     assert plan["hosts"]["r01-n10"] == {"node": "r01-n10", "domain": "rack01", "reason": None}
     assert plan["hosts"]["login01"] == {"node": "login01", "domain": None,
@@ -210,3 +210,62 @@ def test_every_problem_of_every_domain_is_reported_at_once():
         "domain rack01: node r01-n1: imex_address: '127.0.0.1' is a loopback address; peers on other nodes "
         "cannot reach it",
     ]
+
+
+# -- fleet_selection, applied_after, read_applied: what a run visits and records ----------------------------
+
+def fleet(applied, verify_all=False, settings=None, revision="r1", **overrides):
+    return imex.fleet_selection(two_racks(), records({**RACK02, **RACK01, "login01": None}, **overrides),
+                                settings or {}, applied, revision, verify_all=verify_all)
+
+
+def test_fleet_visits_every_member_of_a_domain_never_applied_and_none_in_steady_state():
+    first = fleet({})
+    assert first["status"] == {"rack02": "new", "rack01": "new"}
+    assert first["visit"] == list({**RACK02, **RACK01})  # records' order, the service node left out
+    assert first["outside"] == {"login01": "has no NVLink domain in the topology model"}
+    steady = fleet(first["digests"])
+    assert steady["status"] == {"rack02": "unchanged", "rack01": "unchanged"}
+    assert steady["visit"] == [] and steady["visit_domains"] == []
+    everything = fleet(first["digests"], verify_all=True)
+    assert everything["visit"] == list({**RACK02, **RACK01, "login01": None})
+
+
+def test_fleet_visits_the_domain_whose_address_settings_or_revision_changed():
+    applied = fleet({})["digests"]
+    moved = fleet(applied, **{"r02-n2": "10.0.2.20"})
+    assert moved["status"] == {"rack02": "changed", "rack01": "unchanged"}
+    assert moved["visit"] == list(RACK02)
+    tuned = fleet(applied, settings={"r01-n2": {"imex_config": {"LOG_LEVEL": 2}}})
+    assert tuned["visit_domains"] == ["rack01"]
+    assert fleet(applied, revision="r2")["visit_domains"] == ["rack02", "rack01"]
+
+
+def test_fleet_visits_a_domain_it_cannot_plan_so_the_node_play_reports_it():
+    unplanned = fleet(fleet({})["digests"], **{"r01-n2": None})
+    assert unplanned["status"]["rack01"] == "unplanned" and "rack01" not in unplanned["digests"]
+    assert unplanned["visit"] == list(RACK01)
+
+
+def test_applied_after_records_only_domains_whose_every_member_reported_the_planned_peers():
+    selection = fleet({"rack09": "kept"})
+    selection["applied"] = {"rack09": "kept"}
+    rack01 = selection["plan"]["domains"]["rack01"]["addresses"]
+    rack02 = selection["plan"]["domains"]["rack02"]["addresses"]
+    reports = {host: rack01 for host in RACK01} | {"r02-n1": rack02, "r02-n2": rack02}  # r02-n10 failed or --limit
+    after = imex.applied_after({"rack09": "kept"}, selection, reports)
+    assert after == {"rack09": "kept", "rack01": selection["digests"]["rack01"]}
+    # A node whose own plan differs (its fresh facts against the controller's cached ones): not recorded.
+    stale = dict(reports, **{"r01-n1": ["10.0.1.99"] + rack01[1:]})
+    assert "rack01" not in imex.applied_after({}, selection, stale)
+
+
+@pytest.mark.parametrize("text, domains, problem", [
+    (None, {}, None), ("", {}, None),
+    ('{"format": 1, "domains": {"rack01": "abc"}}', {"rack01": "abc"}, None),
+    ("{not json", {}, "not JSON"), ('{"format": 2, "domains": {}}', {}, "not format 1"), ("[]", {}, "not format 1"),
+])
+def test_read_applied_treats_an_unusable_state_as_nothing_applied(text, domains, problem):
+    read, why = imex.read_applied(text)
+    assert read == domains
+    assert (why is None) if problem is None else why.startswith(problem)

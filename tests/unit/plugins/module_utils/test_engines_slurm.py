@@ -366,7 +366,11 @@ def test_nodes_in_file_reads_both_formats_with_headers():
     assert len(shrink_guard.nodes_in_file(headed_yaml)) == 72
 
 
-def test_nodes_in_file_reads_our_yaml():
+def test_nodes_in_file_without_pyyaml_reads_our_yaml(monkeypatch):
+    from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+
     text = "# header\n" + GOLDEN_CASES["nvl72.topology.yaml"]() + GOLDEN_CASES["topograph-medium.topology.yaml"]()
-    nodes = shrink_guard.nodes_in_file(text)
-    assert "1101" in nodes and len(nodes) == 72 + 6
+    with_yaml = shrink_guard.nodes_in_file(text)
+    monkeypatch.setattr(_yaml, "HAS_YAML", False)
+    assert shrink_guard.nodes_in_file(text) == with_yaml
+    assert "1101" in with_yaml and len(with_yaml) == 72 + 6

@@ -39,4 +39,4 @@ def test_a_failed_write_reports_what_was_created_before_it():
     assert sorted(info.value.result["diff"]["after"]) == sorted(f"NodeFeature/{name}" for name in features)
     message = str(info.value)
     assert message.startswith("POST /apis/nfd.k8s-sigs.io/v1alpha1/namespaces/nfd/nodefeaturegroups: HTTP 500")
-    assert message.endswith(f"(already created NodeFeature/{features[0]}, NodeFeature/{features[1]})")
+    assert message.endswith(f"(already written: created NodeFeature/{features[0]}, NodeFeature/{features[1]})")

@@ -219,3 +219,26 @@ def test_escalation_options_are_checked():
         with pytest.raises(TopologyError, match=message) as info:
             rack_discovery(nodes, rack_escalation=escalation)
         assert type(info.value).__name__ == "TopologyError"
+
+
+@pytest.mark.parametrize("facts, kind, message", [
+    ({"fabric": "rack", "gpus": 4}, NodeDataError, "fabric must be one of domain, node, none, got 'rack'"),
+    ({"fabric": "domain", "cluster_uuid": UUID, "clique_id": "7 x"}, NodeDataError, "clique_id: '7 x' contains white"),
+    ({"fabric": "domain", "cluster_uuid": UUID, "clique_id": "7", "domain": "other.7"}, NodeDataError,
+     "domain 'other.7' is not cluster_uuid.clique_id"),
+    ({"fabric": "none", "location": {"chassis_serial_number": "1821124000123"}}, NodeUnhealthy,
+     "its GPUs report NVL chassis serial number '1821124000123'"),
+    ({"fabric": "node", "unhealthy": "x" * 5000}, NodeUnhealthy, r"report an unhealthy NVLink fabric: 'xxx.*\(5000"),
+], ids=["unknown-kind", "clique-no-name", "domain-mismatch", "serial-without-domain", "long-reason"])
+def test_gathered_facts_are_the_node_s_word_and_checked_as_such(facts, kind, message):
+    with pytest.raises(kind, match=message) as info:
+        _nvidia_smi.decide("gpu1", facts, gathered=True)
+    assert len(str(info.value)) < 500
+
+
+def test_a_gathered_location_is_checked_like_the_platform_fields():
+    topology = Topology()
+    facts = {"nvlink": {"fabric": "node", "location": {"chassis_serial_number": "18 BlockName=x", "tray_index": 1}}}
+    _nvidia_smi.apply_nvidia_smi_domains(topology, {"gpu1": facts, "gpu2": {"nvlink": {}}})
+    assert "contains white space" in topology.quarantined["gpu1"].reason and not topology.locations
+    assert topology.nodes["gpu2"].domain is None
