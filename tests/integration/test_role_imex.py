@@ -17,6 +17,7 @@ config.cfg keys; the health-check wait; k8s mode's channel device and no peer li
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -24,7 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.imex_support import MEMBERS, ORDER, RACKS, SERVICE, Cluster
+from tests.ansible_run import REPO
+from tests.integration.imex_support import MEMBERS, ORDER, PLAYBOOK, RACKS, SERVICE, Cluster
 
 
 pytestmark = pytest.mark.playbook
