@@ -98,7 +98,7 @@ def segment_capacity_result():
     # pylint: disable=import-outside-toplevel
     from ansible_collections.aifactory.topology.plugins.module_utils._engines import capacity, slurm
     from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
-    from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.segment_capacity import fabric
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines.segment_capacity import fabric
 
     topology = Topology()
     topology.add_switch("spine")

@@ -2,9 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rendering options shared by the modules that render the Slurm topology.
 
-One text per option, for the argument specs in module_utils/_orchestration/common.py: DOCUMENTATION for
-RENDER_ARG_SPEC less its layout, LAYOUT for the block layout (block_sizes, domain_order) that
-segment_capacity plans with too, SHRINK_GUARD for SHRINK_GUARD_ARG_SPEC.
+One text per option, for the ArgumentSpec objects that name these fragments: DOCUMENTATION for
+``_engines/slurm_options.RENDER`` less its layout, LAYOUT for ``_engines/slurm_options.LAYOUT`` (block_sizes,
+domain_order), which segment_capacity plans with too, SHRINK_GUARD for ``_orchestration/common.SHRINK_GUARD``
+(tests/unit/plugins/test_doc_fragments.py compares them).
 """
 
 from __future__ import annotations

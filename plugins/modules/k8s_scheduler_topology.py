@@ -154,11 +154,15 @@ summary:
   type: dict
 quarantined:
   description:
-    - Nodes quarantined by discovery, or because the API server would refuse their name or a label value of theirs
-      (source C(kubernetes labels)), the first 1000, as M(aifactory.topology.k8s_node_labels) returns them.
+    - Nodes left out of the map because their own data was unusable (see C(provider.params.invalid_nodes)), the
+      first 1000 (C(summary.quarantined) counts them all where the module returns a summary).
+    - Each has C(node) (its name, or null when the name itself is the problem), C(identifier) (the name, or the raw
+      value clipped and escaped), C(source), C(reason) and C(kind) (V(invalid) or V(unhealthy)).
   returned: success
   type: list
   elements: dict
+  sample: [{"node": null, "identifier": "'gpu-p1-l1-n1,evil'", "source": "infiniband", "kind": "invalid",
+            "reason": "ibnetdiscover.gpu01, line 12: HCA 'H-0002c903000e0b72' described ... contains ','"}]
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -271,14 +271,14 @@ fabric:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.segment_capacity import CAPACITY
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import segment_capacity
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import SCONTROL, provider_spec
 
 
 def main():
-    argument_spec = provider_arg_spec(model=True)
-    argument_spec.update(segment_capacity.ARG_SPEC)
-    segment_capacity.run(AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **INPUT_CONSTRAINTS))
+    spec = provider_spec(model=True).merge(CAPACITY, SCONTROL)
+    segment_capacity.run(AnsibleModule(**spec.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -158,35 +158,26 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_files import DEFAULT_HEADER
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_topology
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
-    INPUT_CONSTRAINTS,
-    RENDER_ARG_SPEC,
-    SCONTROL_ARG_SPEC,
-    SHRINK_GUARD_ARG_SPEC,
-    provider_arg_spec,
+    RENDER,
+    SCONTROL,
+    SHRINK_GUARD,
+    provider_spec,
 )
+
+OWN = ArgumentSpec({
+    "header": {"type": "str", "default": DEFAULT_HEADER},
+    "validate": {"type": "str"},
+    "drain_unhealthy": {"type": "bool", "default": False},
+})
 
 
 def main():
-    argument_spec = provider_arg_spec(model=True, output_file=True)
-    argument_spec.update(RENDER_ARG_SPEC)
-    argument_spec.update(SHRINK_GUARD_ARG_SPEC)
-    argument_spec.update(SCONTROL_ARG_SPEC)
-    argument_spec.update(
-        header={"type": "str", "default": DEFAULT_HEADER},
-        validate={"type": "str"},
-        drain_unhealthy={"type": "bool", "default": False},
-    )
-    module = AnsibleModule(
-        argument_spec=argument_spec,
-        mutually_exclusive=INPUT_CONSTRAINTS["mutually_exclusive"] + [("plugin", "topologies")],
-        required_one_of=INPUT_CONSTRAINTS["required_one_of"],
-        add_file_common_args=True,
-        supports_check_mode=True,
-    )
-    slurm_topology.run(module)
+    spec = provider_spec(model=True, output_file=True).merge(RENDER, SHRINK_GUARD, SCONTROL, OWN)
+    slurm_topology.run(AnsibleModule(**spec.module_kwargs(), add_file_common_args=True, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -61,16 +61,12 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_graph
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_spec
 
 
 def main():
-    topology_graph.run(AnsibleModule(
-        argument_spec=provider_arg_spec(model=True, output_file=True),
-        add_file_common_args=True,
-        supports_check_mode=True,
-        **INPUT_CONSTRAINTS,
-    ))
+    topology_graph.run(AnsibleModule(**provider_spec(model=True, output_file=True).module_kwargs(),
+                                     add_file_common_args=True, supports_check_mode=True))
 
 
 if __name__ == "__main__":

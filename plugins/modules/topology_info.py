@@ -114,12 +114,11 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_info
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_spec
 
 
 def main():
-    topology_info.run(AnsibleModule(argument_spec=provider_arg_spec(model=True), supports_check_mode=True,
-                                    **INPUT_CONSTRAINTS))
+    topology_info.run(AnsibleModule(**provider_spec(model=True).module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -127,23 +127,12 @@ metrics:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.metrics import METRICS
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_metrics
-
-ARG_SPEC = {
-    "directory": {"type": "path", "required": True},
-    "target": {"type": "str", "required": True},
-    "failed": {"type": "bool", "default": False},
-    "started": {"type": "float"},
-    "results": {"type": "list", "elements": "raw", "default": []},
-    "nodes": {"type": "int"},
-    "blocks": {"type": "int"},
-    "placeholders": {"type": "int"},
-    "quarantined": {"type": "int"},
-}
 
 
 def main():
-    topology_metrics.run(AnsibleModule(argument_spec=ARG_SPEC, supports_check_mode=True))
+    topology_metrics.run(AnsibleModule(**METRICS.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

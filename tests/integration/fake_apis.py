@@ -12,6 +12,7 @@ between retries by recording the delays, so no test ever sleeps.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -221,3 +222,12 @@ def placement(topology, node):
     """(switch path from tier 0 up, domain, sub_domain) of a node."""
     found = topology.nodes[node]
     return topology.path(found.switch), found.domain, found.sub_domain
+
+
+# -- secrets in output -----------------------------------------------------------------------
+
+def printed_forms(secret):
+    """A secret as the output could show it: as it is, JSON-escaped, Python-quoted, and its longest plain run
+    (which survives any escaping of the special characters around it: a bytes repr inside a repr, say)."""
+    plain = max(re.findall(r"[A-Za-z0-9+/=._-]+", secret), key=len, default="")
+    return {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1]} | ({plain} if len(plain) >= 8 else set())

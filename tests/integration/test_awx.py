@@ -26,7 +26,6 @@ writes nothing.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -45,10 +44,10 @@ from packaging.version import Version
 
 from tests.ansible_run import tool
 from tests.integration import fake_awx
+from tests.integration.awx_support import AWX_SETUP, clean_env, job_events, run, scm_checkout
 
 REPO = Path(__file__).resolve().parents[2]
 EE_FILE = REPO / "ee" / "execution-environment.yml"
-AWX_SETUP = REPO / "docs" / "examples" / "awx_setup.yml"
 EXAMPLE_INVENTORY = REPO / "inventories" / "example"
 GALAXY = yaml.safe_load((REPO / "galaxy.yml").read_text())
 FQCN = f"{GALAXY['namespace']}.{GALAXY['name']}"
@@ -70,22 +69,6 @@ def requirement_lines(path):
 def without_collection_note(lines):
     """Introspection's lines without their ``# from collection ...`` note."""
     return [re.sub(r"\s+# from collection .*$", "", line) for line in lines]
-
-
-def run(command, **kwargs):
-    result = subprocess.run(command, capture_output=True, text=True, check=False, **kwargs)
-    assert result.returncode == 0, f"{shlex.join(map(str, command))} failed:\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def clean_env(**extra):
-    """The environment without this checkout's collection (`make` points Ansible and Python at it)."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("ANSIBLE_CONFIG", "PYTHONPATH", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS")}
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["ANSIBLE_NOCOLOR"] = "1"
-    env.update(extra)
-    return env
 
 
 # --- Execution environment --------------------------------------------------------------------
@@ -362,24 +345,6 @@ def test_no_playbook_or_role_prompts():
 
 
 # --- A job, run the way AWX runs it --------------------------------------------------------------
-
-
-def scm_checkout(dest):
-    """The files a clone of this repository would have (tracked, plus new files not ignored)."""
-    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             cwd=REPO, capture_output=True, check=False)
-    if listing.returncode != 0:
-        pytest.fail(f"git cannot list the repository's files: {listing.stderr.decode().strip()}")
-    for name in listing.stdout.decode().split("\0"):
-        source = REPO / name
-        if name and source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-
-
-def job_events(artifacts):
-    events = [json.loads(path.read_text()) for path in (artifacts / "job_events").glob("*.json")]
-    return sorted(events, key=lambda event: event.get("counter", 0))
 
 
 def changed_ok(events):

@@ -17,7 +17,8 @@ import ansible_runner
 import yaml
 
 from tests.integration import fake_awx
-from tests.integration.test_awx import AWX_SETUP, REPO, clean_env, job_events, tool
+from tests.ansible_run import REPO, tool
+from tests.integration.awx_support import AWX_SETUP, clean_env, job_events
 
 REPORT_SETUP = REPO / "docs" / "examples" / "awx_segment_report.yml"
 

@@ -13,7 +13,7 @@ import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 
 from tests.integration.eda_support import TOKEN, Rulebook, free_port, require_rulebook, tls_files
 # slurm_root is a fixture of tests/integration/conftest.py.
-from tests.integration.test_role_slurm_topology import base_slurm_conf, blocks, write_inventory
+from tests.integration.slurm_support import base_slurm_conf, blocks, write_inventory
 
 pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
 NODE = "gb200-r01-n01"

@@ -21,7 +21,8 @@ from pathlib import Path
 import ansible_runner
 import pytest
 
-from tests.integration.test_awx import clean_env, job_events, run, scm_checkout, tool
+from tests.ansible_run import tool
+from tests.integration.awx_support import clean_env, job_events, run, scm_checkout
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))

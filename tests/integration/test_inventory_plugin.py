@@ -208,7 +208,7 @@ def test_awx_scm_inventory_source_from_the_project(tmp_path):
     """As AWX syncs an SCM inventory source: a checkout of the project, the collection installed by the
     project sync from collections/requirements.yml, then `ansible-inventory --list --export` from the
     project root with AWX's inventory-update environment and without this checkout on any path."""
-    from tests.integration.test_awx import clean_env, scm_checkout
+    from tests.integration.awx_support import clean_env, scm_checkout
 
     project = tmp_path / "project"
     scm_checkout(project)

@@ -167,8 +167,8 @@ def write_with_the_module(directory):
 def write_old_success(directory, target, age):
     """A textfile whose last success is ``age`` seconds old (rendered by the module's own code)."""
     now = time.time()
-    values = _metrics.metrics({"failed": True, "results": [], "started": now - 5},
-                              {"last_success_timestamp_seconds": now - age, "nodes": 18}, now)
+    run = _metrics.METRICS.build({"directory": str(directory), "target": target, "failed": True, "started": now - 5})
+    values = _metrics.metrics(run, {"last_success_timestamp_seconds": now - age, "nodes": 18}, now)
     text = _metrics.render(values, target)
     temporary = Path(directory) / f".{target}.tmp"
     temporary.write_text(text)

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import boto3  # noqa: F401  # pylint: disable=unused-import
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -25,31 +25,18 @@ from tests.integration.fake_apis import (
     text_reply,
     topology_info_run,
 )
-
-CREDS = {"access_key_id": "AKIDTESTEXAMPLE", "secret_access_key": "aws-secret-9c1e7d", "session_token": "aws-session-4b2f"}
-XMLNS = "http://ec2.amazonaws.com/doc/2016-11-15/"
-
-
-def instance_xml(instance_id, nodes=(), capacity_block=None):
-    node_items = "".join(f"<item>{node}</item>" for node in nodes)
-    block = f"<capacityBlockId>{capacity_block}</capacityBlockId>" if capacity_block else ""
-    return (f"<item><instanceId>{instance_id}</instanceId><instanceType>p5.48xlarge</instanceType>"
-            f"<groupName>ml-cpg</groupName><networkNodeSet>{node_items}</networkNodeSet>{block}"
-            f"<availabilityZone>us-east-1a</availabilityZone><zoneId>use1-az1</zoneId></item>")
-
-
-def topology_reply(items, next_token=None):
-    token = f"<nextToken>{next_token}</nextToken>" if next_token else ""
-    return text_reply(f'<?xml version="1.0" encoding="UTF-8"?>\n<DescribeInstanceTopologyResponse xmlns="{XMLNS}">'
-                      f"<requestId>59dbff89-35bd-4eac-99ed-be587EXAMPLE</requestId>"
-                      f"<instanceSet>{''.join(items)}</instanceSet>{token}</DescribeInstanceTopologyResponse>",
-                      content_type="text/xml")
-
-
-def error_reply(status, code, message="", headers=None):
-    return text_reply(f"<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors>"
-                      f"<RequestID>ea966190-f9aa-478e-9ede-example</RequestID></Response>",
-                      status=status, content_type="text/xml", headers=headers)
+from tests.integration.fake_aws import (
+    CREDS,
+    IMDS_SESSION_TOKEN,
+    INSTANCE_CREDS,
+    REFUSED_IMDS_DOCUMENT,
+    ROLE,
+    Imds,
+    error_reply,
+    instance_xml,
+    topology_reply,
+    without_ambient_credentials,
+)
 
 
 def params(server, instances, **extra):
@@ -115,7 +102,7 @@ def test_more_than_100_instances_page_with_max_results(fake_http):
 
 def test_a_repeated_next_token_stops_with_an_error(fake_http):
     server = fake_http(lambda request: topology_reply([instance_xml("i-0001", ["c", "s", "l"])], next_token="again"))
-    with pytest.raises(Exception, match="page token 'again' twice"):
+    with pytest.raises(RemoteAPIError, match="page token 'again' twice"):
         discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-0001": "gpu01"}}]), CREDS)
     assert len(server.requests) == 2
 
@@ -133,8 +120,8 @@ def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
 
 def test_5xx_retries_are_bounded(fake_http, sleeps):
     server = fake_http(lambda request: error_reply(500, "InternalError", "We encountered an internal error."))
-    with pytest.raises(Exception, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
-                                        r"after 3 attempts"):
+    with pytest.raises(RemoteAPIError, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
+                                             r"after 3 attempts"):
         discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
                              retry_attempts=3, retry_backoff=1), CREDS)
     assert len(server.requests) == 3 and sleeps == [1, 2]
@@ -142,14 +129,14 @@ def test_5xx_retries_are_bounded(fake_http, sleeps):
 
 def test_a_missing_permission_is_not_retried_and_names_it(fake_http):
     server = fake_http(lambda request: error_reply(403, "UnauthorizedOperation", "You are not authorized."))
-    with pytest.raises(Exception, match="UnauthorizedOperation.*ec2:DescribeInstanceTopology"):
+    with pytest.raises(RemoteAPIError, match="UnauthorizedOperation.*ec2:DescribeInstanceTopology"):
         discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]), CREDS)
     assert len(server.requests) == 1
 
 
 def test_timeouts_are_retried_then_reported(fake_http, sleeps):
     server = fake_http(lambda request: HANG)
-    with pytest.raises(Exception, match="ReadTimeoutError after 2 attempts"):
+    with pytest.raises(RemoteAPIError, match="ReadTimeoutError after 2 attempts"):
         discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
                              timeout=0.3, retry_attempts=2), CREDS)
     assert len(server.requests) == 2
@@ -182,56 +169,6 @@ def playbook_case(start_http, start_grpc):
 
 
 # -- boto3's default credential chain: a local IMDSv2 and a shared credentials file -----------------------
-
-ROLE = "gpu-topology-reader"
-# What the instance role's credentials may hold: characters JSON, YAML, shells and Jinja treat specially.
-INSTANCE_CREDS = {"AccessKeyId": "ASIAIMDSROLEEXAMPLE", "SecretAccessKey": 'imds-secret/"q"\\b{{x}}%s$HOME+=',
-                  "Token": "IMDSSessionToken//{{ var }}'s\"q\"\\\\|`t`+="}
-IMDS_SESSION_TOKEN = "AQAEAImdsV2-session{{x}}\"'\\\\-token=="
-
-
-class Imds:
-    """IMDSv2 as the EC2 documentation defines it, IMDSv1 refused (the instance's HttpTokens=required).
-
-    ``PUT /latest/api/token`` with ``X-aws-ec2-metadata-token-ttl-seconds`` (1-21600) issues a session
-    token; every ``GET`` must carry it in ``X-aws-ec2-metadata-token`` (else 401); a PUT that came
-    through a proxy (``X-Forwarded-For``) is refused (403).
-    """
-
-    def __init__(self, fake_http, refuse_tokens=False, document=None):
-        self.refuse_tokens = refuse_tokens
-        self.document = document  # the role's credentials document, when a test serves one of another shape
-        self.server = fake_http(self.route)
-        self.url = self.server.url
-
-    def route(self, request):
-        if request.method == "PUT":
-            ttl = request.headers.get("x-aws-ec2-metadata-token-ttl-seconds", "")
-            if request.path != "/latest/api/token" or "x-forwarded-for" in request.headers or self.refuse_tokens:
-                return text_reply("", status=403)
-            if not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
-                return text_reply("", status=400)
-            return text_reply(IMDS_SESSION_TOKEN, headers={"X-aws-ec2-metadata-token-ttl-seconds": ttl})
-        if request.headers.get("x-aws-ec2-metadata-token") != IMDS_SESSION_TOKEN:
-            return text_reply("", status=401)
-        if request.path == "/latest/meta-data/iam/security-credentials/":
-            return text_reply(ROLE)
-        if request.path == f"/latest/meta-data/iam/security-credentials/{ROLE}":
-            if self.document is not None:
-                return json_reply(self.document)
-            return json_reply(dict(INSTANCE_CREDS, Code="Success", LastUpdated="2026-12-02T04:00:00Z",
-                                   Type="AWS-HMAC", Expiration="2099-12-02T10:00:00Z"))
-        return text_reply("", status=404)
-
-
-def without_ambient_credentials(monkeypatch, tmp_path):
-    """boto3 sees no environment keys, profile, web identity, container or SSO credentials of this machine."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_EC2_METADATA_DISABLED", "AWS_EC2_METADATA_SERVICE_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
 
 
 def test_instance_profile_credentials_from_imdsv2_sign_the_requests(fake_http, monkeypatch, tmp_path):
@@ -288,7 +225,7 @@ def test_a_named_profile_from_the_shared_credentials_file(fake_http, monkeypatch
     api = fake_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"])]))
     discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="topology"))
     assert "Credential=AKIDNAMEDPROFILE/" in api.requests[0].headers["authorization"]
-    with pytest.raises(Exception, match="aws params.profile: The config profile \\(missing\\) could not be found"):
+    with pytest.raises(TopologyError, match="aws params.profile: The config profile \\(missing\\) could not be found"):
         discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="missing"))
 
 
@@ -322,9 +259,6 @@ def echoing_route(request):
     return error_reply(403, "UnauthorizedOperation", html.escape(f"denied for token {token} ({quote(token, safe='')})"))
 
 
-# A refusal with the credentials it would have given but no AccessKeyId: botocore logs such an answer whole.
-REFUSED_IMDS_DOCUMENT = {"Code": "AssumeRoleUnauthorizedAccess", "Message": "no", "Type": "AWS-HMAC",
-                         "SecretAccessKey": INSTANCE_CREDS["SecretAccessKey"], "Token": INSTANCE_CREDS["Token"]}
 AWKWARD_TOKEN = 'FwoGZXIvYXdzE"q\'%+/=AwkwardSessionToken{{x}}'
 
 
@@ -432,7 +366,7 @@ def test_a_container_endpoint_on_another_host_over_http_or_one_that_answers_300_
 
     without_ambient_credentials(monkeypatch, tmp_path)
     monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://203.0.113.7/creds")
-    with pytest.raises(Exception, match="plain http is allowed only to a loopback address"):
+    with pytest.raises(TopologyError, match="plain http is allowed only to a loopback address"):
         discover("aws", dict(NO_WAIT, instances=[{"region": "us-east-1", "instances": {"i-1": "n1"}}]))
     with FaultServer() as server:
         monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", server.url("/huge/creds"))

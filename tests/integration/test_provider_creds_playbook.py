@@ -8,7 +8,6 @@ may appear in stdout or stderr: not in the invocation echo, the result, warnings
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from tests.ansible_run import ansible_env, run_playbook
+from tests.integration.fake_apis import printed_forms
 
 
 def _end_to_end_tests():
@@ -125,13 +125,6 @@ CHAIN_CASE_IDS = {"aws": ["aws-imdsv2-instance-profile", "aws-shared-credentials
                           "gcp-workload-identity-federation", "gcp-metadata-server", "gcp-metadata-server-refuses"]}
 # Variables of the machine running the tests that would give the SDKs other credentials.
 AMBIENT = ("AWS_", "GOOGLE_", "CLOUDSDK_", "GCE_")
-
-
-def printed_forms(secret):
-    """A secret as the output could show it: as it is, JSON-escaped, Python-quoted, and its longest plain run
-    (which survives any escaping of the special characters around it: a bytes repr inside a repr, say)."""
-    plain = max(re.findall(r"[A-Za-z0-9+/=._-]+", secret), key=len, default="")
-    return {secret, json.dumps(secret)[1:-1], repr(secret)[1:-1]} | ({plain} if len(plain) >= 8 else set())
 
 
 @pytest.mark.parametrize("name, case_id", [(name, case) for name, cases in sorted(CHAIN_CASE_IDS.items())

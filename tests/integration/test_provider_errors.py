@@ -15,9 +15,9 @@ import pytest
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from tests.integration.fake_apis import NO_WAIT, GrpcAbort, discover, json_reply, text_reply
-from tests.integration.test_provider_aws import CREDS as AWS_CREDS
-from tests.integration.test_provider_aws import Imds, error_reply, instance_xml, topology_reply, without_ambient_credentials
-from tests.integration.test_provider_gcp import (
+from tests.integration.fake_aws import CREDS as AWS_CREDS
+from tests.integration.fake_aws import Imds, error_reply, instance_xml, topology_reply, without_ambient_credentials
+from tests.integration.fake_gcp import (
     METADATA_TOKEN,
     SUBJECT_TOKEN,
     discover_in_process,
@@ -27,13 +27,13 @@ from tests.integration.test_provider_gcp import (
     service_account_key,
     signing_key,
 )
-from tests.integration.test_provider_nscale import offset_route
-from tests.integration.test_provider_nebius import METHOD as NEBIUS_METHOD
-from tests.integration.test_provider_nebius import PROJECT as NEBIUS_PROJECT
-from tests.integration.test_provider_nebius import instance as nebius_instance
-from tests.integration.test_provider_nebius import page as nebius_page
-from tests.integration.test_provider_oci import AD1
-from tests.integration.test_provider_oci import CREDS as OCI_CREDS
+from tests.integration.fake_clouds import nscale_offset_route as offset_route
+from tests.integration.fake_nebius import METHOD as NEBIUS_METHOD
+from tests.integration.fake_nebius import PROJECT as NEBIUS_PROJECT
+from tests.integration.fake_nebius import instance as nebius_instance
+from tests.integration.fake_nebius import page as nebius_page
+from tests.integration.fake_oci import AD1
+from tests.integration.fake_oci import CREDS as OCI_CREDS
 
 ONE = {"i-1": "n1"}
 

@@ -9,57 +9,41 @@ when empty), each instance with a numeric-string ``id`` and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from functools import lru_cache
 
 import google.auth.jwt  # the token endpoint checks assertions with the library's own verifier
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
-from tests.ansible_run import REPO
 
 from tests.integration.fake_apis import (
-    HANG,
     NO_WAIT,
-    Pages,
     discover,
     json_reply,
     placement,
-    slurm_topology_run,
     text_reply,
     topology_info_run,
 )
+from tests.integration.fake_gcp import (
+    AUDIENCE,
+    METADATA_TOKEN,
+    SA_EMAIL,
+    SA_TOKEN,
+    SCOPE,
+    STS_TOKEN,
+    SUBJECT_TOKEN,
+    discover_in_process,
+    federation_document,
+    metadata_environment,
+    metadata_server,
+    service_account_key,
+    signing_key,
+)
+from tests.integration.fake_clouds import GCP_TOKEN as TOKEN
+from tests.integration.fake_clouds import GCP_ZONE
+from tests.integration.fake_clouds import gcp_instance as instance
+from tests.integration.fake_clouds import gcp_instance_list as instance_list
+from tests.integration.fake_clouds import gcp_params as params
 
-TOKEN = "ya29.gcp-token-3e8a"
-
-
-def instance(instance_id, name, cluster=None, block=None, subblock=None):
-    item = {"kind": "compute#instance", "id": instance_id, "name": name, "status": "RUNNING"}
-    if cluster or block or subblock:
-        host = {"cluster": cluster, "block": block, "subblock": subblock, "host": f"h-{instance_id}"}
-        item["resourceStatus"] = {"physicalHostTopology": {k: v for k, v in host.items() if v}}
-    return item
-
-
-def instance_list(items, next_token=None):
-    body = {"kind": "compute#instanceList", "id": "projects/p/zones/z/instances",
-            "selfLink": "https://www.googleapis.com/compute/v1/projects/p/zones/z/instances"}
-    if items:
-        body["items"] = items
-    if next_token:
-        body["nextPageToken"] = next_token
-    return json_reply(body)
-
-
-def params(server, instances, **extra):
-    return dict(NO_WAIT, instances=instances, project_id="ml-proj", api_url=server.url, **extra)
-
-
-ZONE_A = "us-central1-a"
+ZONE_A = GCP_ZONE
 
 
 def route(request):
@@ -95,45 +79,6 @@ def test_zones_pages_tiers_subblock_domain_and_missing_instances(fake_http, monk
     assert placement(topology, "n1103") == (["sb3", "b2", "c1"], "sb3", None)
 
 
-def test_a_repeated_page_token_stops_with_an_error(fake_http):
-    server = fake_http(lambda request: instance_list([instance("1", "a", "c", "b", "s")], next_token="loop"))
-    with pytest.raises(Exception, match="page token 'loop' twice"):
-        discover("gcp", params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]), {"access_token": TOKEN})
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    server = fake_http(Pages(json_reply({"error": {"code": 429}}, 429, {"Retry-After": "3"}),
-                             json_reply({"error": {"code": 503}}, 503),
-                             instance_list([instance("1", "a", "c", "b", "s")])))
-    topology, _warnings = discover("gcp", dict(params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]),
-                                               retry_backoff=0.5, retry_after_max=60), {"access_token": TOKEN})
-    assert sleeps == [3.0, 1.0] and len(server.requests) == 3 and topology.nodes["n1"].switch == "s"
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(lambda request: json_reply({"error": {"code": 502}}, 502))
-    with pytest.raises(Exception, match="HTTP 502 after 4 attempts"):
-        discover("gcp", dict(params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]), retry_attempts=4),
-                 {"access_token": TOKEN})
-    assert len(server.requests) == 4 and sleeps == [0, 0, 0]
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(lambda request: HANG)
-    with pytest.raises(Exception, match="ReadTimeout after 2 attempts"):
-        discover("gcp", dict(params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]), timeout=0.3,
-                             retry_attempts=2), {"access_token": TOKEN})
-    assert len(server.requests) == 2
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(lambda request: json_reply({"items": {"not": "a list"}}))
-    dest = tmp_path / "topology.conf"
-    result = slurm_topology_run(monkeypatch, "gcp", params(server, [{"region": ZONE_A, "instances": {"1": "n1"}}]),
-                                dest, {"access_token": TOKEN})
-    assert result["failed"] and "items is not a list" in result["msg"] and not dest.exists()
-
-
 def test_token_from_the_environment(fake_http, monkeypatch):
     monkeypatch.setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.from-env")
     server = fake_http(lambda request: instance_list([]))
@@ -148,33 +93,6 @@ def playbook_case(start_http, start_grpc):
 
 
 # -- Application Default Credentials: google-auth against local token, STS and metadata servers -----------
-
-SCOPE = "https://www.googleapis.com/auth/compute.readonly"
-SA_EMAIL = "topology@ml-proj.iam.gserviceaccount.com"
-# Issued tokens hold characters that JSON, YAML, shells and Jinja treat specially: none may leak anywhere.
-SA_TOKEN = 'ya29.sa-"quoted"\\back{{jinja}}%s$HOME\'single\''
-STS_TOKEN = "ya29.sts-<xml>&amp;{{ var }}\\n;|`tick`"
-METADATA_TOKEN = "ya29.meta-{% raw %}\\u00e9'\"%(x)s"
-SUBJECT_TOKEN = "eyJ.subject-token.{{ not_jinja }}\"quote\\"
-
-
-@lru_cache(maxsize=1)
-def signing_key():
-    """(private key PEM, public key PEM) of a fresh RSA key: a service account's key pair."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
-
-
-def service_account_key(token_server, project="key-proj"):
-    """A service-account key document (the JSON `gcloud iam service-accounts keys create` writes)."""
-    private, _public = signing_key()
-    return {"type": "service_account", "project_id": project, "private_key_id": "0123456789abcdef",
-            "private_key": private, "client_email": SA_EMAIL, "client_id": "1234567890",
-            "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": f"{token_server.url}/token"}
 
 
 # The assertion's audience is Google's token endpoint whatever token_uri the key names (Google's OAuth 2.0
@@ -264,16 +182,6 @@ def sts_endpoint(request):
                        "token_type": "Bearer", "expires_in": 3600})
 
 
-AUDIENCE = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/gpu/providers/k8s"
-
-
-def federation_document(sts, subject_file):
-    """An external_account configuration (`gcloud iam workload-identity-pools create-cred-config`), file-sourced."""
-    return {"type": "external_account", "audience": AUDIENCE,
-            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": f"{sts.url}/v1/token",
-            "credential_source": {"file": str(subject_file)}}
-
-
 def test_workload_identity_federation_exchanges_a_file_sourced_subject_token(fake_http, tmp_path, no_ambient_credentials):
     sts = fake_http(sts_endpoint)
     api = api_server(fake_http, STS_TOKEN)
@@ -284,58 +192,6 @@ def test_workload_identity_federation_exchanges_a_file_sourced_subject_token(fak
     topology, _warnings = discover("gcp", adc_params(api, project_id="ml-proj"), {"credentials_file": str(config)})
     assert topology.nodes["n1"].switch == "s"
     assert [r.path for r in sts.requests] == ["/v1/token"] and api.requests[0].path.startswith("/compute/v1/projects/ml-proj/")
-
-
-def metadata_server(fake_http, token=METADATA_TOKEN, project="meta-proj", token_status=200, token_document=None):
-    """The GCE metadata server: detection ping, service account info, its token and the project id.
-
-    ``token_document``: another answer to the token request (a hostile or broken metadata server).
-    """
-    def route(request):
-        if request.headers.get("metadata-flavor") != "Google":
-            return text_reply("Missing Metadata-Flavor:Google header", status=403)
-        found = {
-            "/": text_reply("computeMetadata/"),
-            "/computeMetadata/v1/instance/service-accounts/default/": json_reply(
-                {"email": SA_EMAIL, "scopes": [SCOPE], "aliases": ["default"]}),
-            "/computeMetadata/v1/instance/service-accounts/default/token": json_reply(
-                {"access_token": token, "expires_in": 3599, "token_type": "Bearer"} if token_document is None
-                else token_document) if token_status == 200 else
-            text_reply(f"refused, not {token}", status=token_status),  # a body that must not be repeated
-            "/computeMetadata/v1/project/project-id": text_reply(project),
-        }.get(request.path)
-        if found is None:
-            return text_reply("not found", status=404)
-        found.headers["Metadata-Flavor"] = "Google"
-        return found
-    return fake_http(route)
-
-
-def metadata_environment(meta, tmp_path):
-    """The environment of a process whose google-auth reads the metadata server on ``meta`` (read at import)."""
-    host = meta.url.removeprefix("http://")
-    environment = {key: value for key, value in os.environ.items()
-                   if not key.startswith(("GOOGLE_", "CLOUDSDK_", "GCE_"))}
-    return dict(environment, GCE_METADATA_HOST=host, GCE_METADATA_IP=host, CLOUDSDK_CONFIG=str(tmp_path / "no-gcloud"))
-
-
-DISCOVER_SCRIPT = """
-import json, sys
-from tests.integration.fake_apis import discover
-try:
-    topology, warnings = discover("gcp", json.loads(sys.argv[1]), json.loads(sys.argv[2]))
-    print(json.dumps({"nodes": {name: node.switch for name, node in topology.nodes.items()}, "warnings": warnings}))
-except Exception as exc:
-    print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
-"""
-
-
-def discover_in_process(params, creds, environment):
-    """Discovery in a new interpreter, as a module runs: google-auth reads GCE_METADATA_HOST when imported."""
-    done = subprocess.run([sys.executable, "-c", DISCOVER_SCRIPT, json.dumps(params), json.dumps(creds)],
-                          capture_output=True, text=True, env=environment, cwd=REPO, timeout=120, check=False)
-    assert done.returncode == 0 and done.stdout, done.stderr
-    return json.loads(done.stdout.splitlines()[-1]), done.stdout + done.stderr
 
 
 def test_the_metadata_servers_token_and_project_when_nothing_else_is_set(fake_http, tmp_path):
@@ -464,7 +320,8 @@ def test_a_metadata_token_of_the_wrong_shape_is_a_clear_error(fake_http, tmp_pat
     assert not api.requests and "ya29.meta" not in output
 
 
-@pytest.mark.parametrize("answer", [[{"access_token": "ya29.listed"}], {"access_token": ["ya29.listed"], "expires_in": "soon"}],
+@pytest.mark.parametrize("answer", [[{"access_token": "ya29.listed"}],
+                                    {"access_token": ["ya29.listed"], "expires_in": "soon"}],
                          ids=["a-list", "fields-of-other-types"])
 def test_a_token_endpoint_answer_of_the_wrong_shape_is_a_clear_error(fake_http, tmp_path, no_ambient_credentials,
                                                                      answer):

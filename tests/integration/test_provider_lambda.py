@@ -11,32 +11,19 @@ import json
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
+
 from tests.integration.fake_apis import (
-    HANG,
-    NO_WAIT,
-    Pages,
     discover,
     json_reply,
     placement,
-    slurm_topology_run,
     topology_info_run,
 )
-
-TOKEN = "secret_lambda_token_5d2c"
-PATH = "/api/v1/topology/instance"
-
-
-def instance(instance_id, path=(), domain=None, clique=None):
-    nvlink = None if domain is None and clique is None else {"domain_id": domain or "", "clique_id": clique or ""}
-    return {"id": instance_id, "networkPath": [{"id": hop} for hop in path], "nvlink": nvlink}
-
-
-def envelope(data, token=None):
-    return json_reply({"data": data, "page_token": token})
-
-
-def params(server, instances, **extra):
-    return dict(NO_WAIT, instances=instances, workspace_id="ws-42", api_url=server.url, **extra)
+from tests.integration.fake_clouds import LAMBDA_PATH as PATH
+from tests.integration.fake_clouds import LAMBDA_TOKEN as TOKEN
+from tests.integration.fake_clouds import lambda_envelope as envelope
+from tests.integration.fake_clouds import lambda_instance as instance
+from tests.integration.fake_clouds import lambda_params as params
 
 
 def route(request):
@@ -70,51 +57,6 @@ def test_regions_pages_leaf_first_paths_nvlink_domains_and_missing_instances(fak
     assert placement(topology, "gh01") == (["leaf1", "spine1", "core1"], "nvl7.3", None)
     assert placement(topology, "gh02") == (["leaf1", "spine1", "core1"], None, None)
     assert placement(topology, "gh03") == (["leaf2", "spine2"], None, None)  # a 2-hop path
-
-
-def test_a_repeated_page_token_stops_with_an_error(fake_http):
-    server = fake_http(lambda request: envelope([instance("i-a", ["l"])], token="same"))
-    with pytest.raises(Exception, match="page token 'same' twice"):
-        discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]), {"token": TOKEN})
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    server = fake_http(Pages(json_reply({"error": "slow down"}, 429, {"Retry-After": "5"}),
-                             json_reply({"error": "oops"}, 500), envelope([instance("i-a", ["l"])])))
-    discover("lambda", dict(params(server, [{"region": "r", "instances": {"i-a": "n1"}}]), retry_backoff=2,
-                            retry_after_max=60), {"token": TOKEN})
-    assert sleeps == [5.0, 4] and len(server.requests) == 3
-
-
-def test_retry_after_is_capped(fake_http, sleeps):
-    server = fake_http(Pages(json_reply({}, 429, {"Retry-After": "86400"}), envelope([])))
-    discover("lambda", dict(params(server, [{"region": "r", "instances": {"i-a": "n1"}}]), retry_after_max=30),
-             {"token": TOKEN})
-    assert sleeps == [30]
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(lambda request: json_reply({}, 504))
-    with pytest.raises(Exception, match="HTTP 504 after 3 attempts"):
-        discover("lambda", dict(params(server, [{"region": "r", "instances": {"i-a": "n1"}}]), retry_attempts=3),
-                 {"token": TOKEN})
-    assert len(server.requests) == 3
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(lambda request: HANG)
-    with pytest.raises(Exception, match="ReadTimeout after 2 attempts"):
-        discover("lambda", dict(params(server, [{"region": "r", "instances": {"i-a": "n1"}}]), timeout=0.3,
-                                retry_attempts=2), {"token": TOKEN})
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(lambda request: json_reply([instance("i-a", ["l"])]))  # a bare list: no envelope
-    dest = tmp_path / "topology.conf"
-    result = slurm_topology_run(monkeypatch, "lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]),
-                                dest, {"token": TOKEN})
-    assert result["failed"] and "expected the envelope {data: [...], page_token}" in result["msg"]
-    assert not dest.exists()
 
 
 def test_token_from_the_environment(fake_http, monkeypatch):
@@ -152,7 +94,7 @@ def test_workload_identity_exchanges_the_projected_token_for_a_key(fake_http, mo
     assert topology.nodes["gpu01"].domain == "d.1"
     assert server.paths() == ["/api/v1/oidc/token", PATH]
     token_file.write_text("another-projected-token")  # refused: the message shows neither token nor body
-    with pytest.raises(Exception, match=r"workload-identity token exchange for .* failed \(HTTP 401\)") as info:
+    with pytest.raises(RemoteAPIError, match=r"workload-identity token exchange for .* failed \(HTTP 401\)") as info:
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]))
     assert "another-projected-token" not in str(info.value) and "echo" not in str(info.value)
 
@@ -168,7 +110,7 @@ def test_neither_token_nor_identity_names_both_ways(fake_http, monkeypatch):
     for name in ("LAMBDA_API_TOKEN", "LAMBDA_API_KEY", "LAMBDA_IDENTITY_LRN", "LAMBDA_ROLE_LRN"):
         monkeypatch.delenv(name, raising=False)
     server = fake_http(lambda request: envelope([]))
-    with pytest.raises(Exception, match="needs creds.token .* or a workload identity: creds.identity_lrn"):
+    with pytest.raises(TopologyError, match="needs creds.token .* or a workload identity: creds.identity_lrn"):
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]))
     assert not server.requests
 
@@ -197,7 +139,7 @@ def test_a_projected_token_with_a_bad_character_is_refused_without_showing_it(fa
     token_file = tmp_path / "token"
     token_file.write_text(bad.format(ACCOUNT_TOKEN))
     server = fake_http(oidc_route)
-    with pytest.raises(Exception, match=r"contains .*; the value is not shown") as info:
+    with pytest.raises(TopologyError, match=r"contains .*; the value is not shown") as info:
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]),
                  {"identity_lrn": LRN, "token_file": str(token_file)})
     assert ACCOUNT_TOKEN[:12] not in str(info.value) and not server.requests

@@ -17,18 +17,10 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from nebius.api.nebius.common.v1 import ResourceMetadata
 from nebius.api.nebius.iam.v1 import CreateTokenResponse, ExchangeTokenRequest
-from nebius.api.nebius.compute.v1 import (
-    Instance,
-    InstanceSpec,
-    InstanceStatus,
-    InstanceStatusInfinibandTopologyPath,
-    ListInstancesRequest,
-    ListInstancesResponse,
-)
+from nebius.api.nebius.compute.v1 import ListInstancesRequest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -39,27 +31,10 @@ from tests.integration.fake_apis import (
     slurm_topology_run,
     topology_info_run,
 )
+from tests.integration.fake_nebius import METHOD, PROJECT, instance, page
 
 
-METHOD = "/nebius.compute.v1.InstanceService/List"
 TOKEN = "nebius-iam-token-c0ffee"
-PROJECT = "project-e00abc"
-
-
-def instance(instance_id, path=None, nvl_group="", state=4):
-    status = InstanceStatus(state=state, reconciling=True, reservation_id="res-1")
-    if path is not None:
-        status = InstanceStatus(state=state, reconciling=True, reservation_id="res-1",
-                                infiniband_topology_path=InstanceStatusInfinibandTopologyPath(path=path))
-    return Instance(metadata=ResourceMetadata(id=instance_id, parent_id=PROJECT, name=f"vm-{instance_id}",
-                                              resource_version=7),
-                    spec=InstanceSpec(hostname=f"host-{instance_id[-2:]}", stopped=False,
-                                      nvl_instance_group_id=nvl_group),
-                    status=status)
-
-
-def page(items, token=""):
-    return ListInstancesResponse(items=items, next_page_token=token).SerializeToString()
 
 
 def decoded_requests(server):
@@ -103,7 +78,7 @@ def test_pages_root_first_paths_nvl_group_domains_and_missing_instances(fake_grp
 def test_a_repeated_page_token_stops_with_an_error(fake_grpc):
     looping = page([instance("computeinstance-a1", ["a", "b", "c"])], token="loop")
     server = fake_grpc({METHOD: lambda request, metadata: looping})
-    with pytest.raises(Exception, match="page token 'loop' twice"):
+    with pytest.raises(RemoteAPIError, match="page token 'loop' twice"):
         discover("nebius", params(server), {"iam_token": TOKEN})
 
 
@@ -127,7 +102,7 @@ def test_unavailable_retries_are_bounded(fake_grpc, sleeps):
         raise GrpcAbort("UNAVAILABLE", "maintenance")
 
     server = fake_grpc({METHOD: down})
-    with pytest.raises(Exception, match="gRPC UNAVAILABLE after 3 attempts"):
+    with pytest.raises(RemoteAPIError, match="gRPC UNAVAILABLE after 3 attempts"):
         discover("nebius", dict(params(server), retry_attempts=3), {"iam_token": TOKEN})
     assert len(server.requests) == 3
 
@@ -137,14 +112,14 @@ def test_permission_denied_is_not_retried_and_says_why(fake_grpc):
         raise GrpcAbort("PERMISSION_DENIED", "no access to project")
 
     server = fake_grpc({METHOD: denied})
-    with pytest.raises(Exception, match="PERMISSION_DENIED: no access to project.*compute.instance.list"):
+    with pytest.raises(RemoteAPIError, match="PERMISSION_DENIED: no access to project.*compute.instance.list"):
         discover("nebius", params(server), {"iam_token": TOKEN})
     assert len(server.requests) == 1
 
 
 def test_deadlines_are_retried_then_reported(fake_grpc, sleeps):
     server = fake_grpc({METHOD: lambda request, metadata: HANG})
-    with pytest.raises(Exception, match="gRPC DEADLINE_EXCEEDED after 2 attempts"):
+    with pytest.raises(RemoteAPIError, match="gRPC DEADLINE_EXCEEDED after 2 attempts"):
         discover("nebius", dict(params(server), timeout=0.3, retry_attempts=2), {"iam_token": TOKEN})
     assert len(server.requests) == 2
 
@@ -221,7 +196,7 @@ def test_a_key_the_token_service_refuses_fails_without_the_key(fake_grpc):
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
     server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
-    with pytest.raises(Exception, match="no access token from the configured credentials") as info:
+    with pytest.raises(RemoteAPIError, match="no access token from the configured credentials") as info:
         discover("nebius", dict(params(server), timeout=1),
                  {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID, "private_key": other})
     assert "PRIVATE KEY" not in str(info.value) and other.splitlines()[1] not in str(info.value)
@@ -231,7 +206,7 @@ def test_a_key_the_token_service_refuses_fails_without_the_key(fake_grpc):
 
 def test_not_a_pem_key_is_named_without_showing_it(fake_grpc):
     server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
-    with pytest.raises(Exception, match="nebius creds.private_key is not an unencrypted PEM RSA private key") as info:
+    with pytest.raises(TopologyError, match="nebius creds.private_key is not an unencrypted PEM RSA private key") as info:
         discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID,
                                             "private_key": "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n"})
     assert "c2VjcmV0" not in str(info.value) and not server.requests
@@ -249,7 +224,7 @@ def test_the_metadata_service_token_endpoint_gives_the_instance_token(fake_grpc,
 def test_without_any_credential_the_forms_are_named(fake_grpc, monkeypatch):
     monkeypatch.delenv("NEBIUS_IAM_TOKEN", raising=False)
     server = fake_grpc({METHOD: one_instance})
-    with pytest.raises(Exception, match="needs creds.iam_token .* a service-account key .* creds.token_endpoint"):
+    with pytest.raises(TopologyError, match="needs creds.iam_token .* a service-account key .* creds.token_endpoint"):
         discover("nebius", params(server), {})
 
 
@@ -283,14 +258,14 @@ def playbook_case(start_http, start_grpc):
 @pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])
 def test_a_service_account_id_or_key_with_a_bad_character_is_refused_by_name(fake_grpc, bad):
     server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
-    with pytest.raises(Exception, match=r"creds.public_key_id contains .*; the value is not shown") as info:
+    with pytest.raises(TopologyError, match=r"creds.public_key_id contains .*; the value is not shown") as info:
         discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "private_key": SA_PEM,
                                             "public_key_id": bad.format(PUBLIC_KEY_ID)})
     assert PUBLIC_KEY_ID not in str(info.value)
     # A PEM key may hold line breaks (a YAML block adds one), never a non-ASCII or control character.
     key = SA_PEM.replace("\n", "\u00e9\n", 1) if bad.endswith("\u00e9") else bad.format(SA_PEM)
     if bad.endswith("\u00e9"):
-        with pytest.raises(Exception, match=r"creds.private_key contains a control or non-ASCII character") as info:
+        with pytest.raises(TopologyError, match=r"creds.private_key contains a control or non-ASCII character") as info:
             discover("nebius", params(server), {"service_account_id": SERVICE_ACCOUNT, "private_key": key,
                                                 "public_key_id": PUBLIC_KEY_ID})
         assert SA_PEM.splitlines()[1] not in str(info.value)

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
     HANG,
     NO_WAIT,
@@ -36,18 +36,7 @@ from tests.integration.fake_apis import (
     text_reply,
     topology_info_run,
 )
-
-
-TENANCY = "ocid1.tenancy.oc1..aaaatenancy"
-USER = "ocid1.user.oc1..aaaauser"
-FINGERPRINT = "20:3b:97:13:55:1c:5b:0d:d3:37:d8:50:4e:c5:3a:34"
-PASSPHRASE = "oci-passphrase-77d1"
-KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-PEM = KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                        serialization.BestAvailableEncryption(PASSPHRASE.encode())).decode()
-CREDS = {"tenancy_id": TENANCY, "user_id": USER, "fingerprint": FINGERPRINT, "private_key": PEM,
-         "passphrase": PASSPHRASE}
-AD1, AD2 = "Uocm:PHX-AD-1", "Uocm:PHX-AD-2"
+from tests.integration.fake_oci import AD1, AD2, CREDS, FINGERPRINT, KEY, PASSPHRASE, PEM, TENANCY, USER
 
 
 def _signature_fields(header):
@@ -166,20 +155,20 @@ def test_a_wrong_key_is_rejected_by_the_server_and_reported(fake_http):
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()).decode()
     server = fake_http(make_route())
-    with pytest.raises(Exception, match="HTTP 401: .*the signature does not verify"):
+    with pytest.raises(RemoteAPIError, match="HTTP 401: .*the signature does not verify"):
         discover("oci", params(server), dict(CREDS, private_key=other, passphrase=""))
 
 
 def test_a_bad_passphrase_is_a_clear_error_without_the_key(fake_http):
     server = fake_http(make_route())
-    with pytest.raises(Exception, match="not a PEM RSA private key, or the passphrase is wrong") as info:
+    with pytest.raises(TopologyError, match="not a PEM RSA private key, or the passphrase is wrong") as info:
         discover("oci", params(server), dict(CREDS, passphrase="not-the-passphrase-5e2"))
     assert "PRIVATE KEY" not in str(info.value) and not server.requests
 
 
 def test_a_repeated_page_token_stops_with_an_error(fake_http):
     server = fake_http(make_route({"p2": json_reply({"items": []}, headers={"opc-next-page": "p2"})}))
-    with pytest.raises(Exception, match="page token 'p2' twice"):
+    with pytest.raises(RemoteAPIError, match="page token 'p2' twice"):
         discover("oci", params(server), CREDS)
 
 
@@ -195,13 +184,13 @@ def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
 
 def test_5xx_retries_are_bounded(fake_http, sleeps):
     server = fake_http(make_route({"p2": json_reply({"code": "ServiceUnavailable"}, 503)}))
-    with pytest.raises(Exception, match=r"OCI ListComputeHosts in Uocm:PHX-AD-1: HTTP 503 after 2 attempts"):
+    with pytest.raises(RemoteAPIError, match=r"OCI ListComputeHosts in Uocm:PHX-AD-1: HTTP 503 after 2 attempts"):
         discover("oci", dict(params(server), retry_attempts=2), CREDS)
 
 
 def test_timeouts_are_retried_then_reported(fake_http, sleeps):
     server = fake_http(make_route({"p2": HANG}))
-    with pytest.raises(Exception, match="ReadTimeout after 2 attempts"):
+    with pytest.raises(RemoteAPIError, match="ReadTimeout after 2 attempts"):
         discover("oci", dict(params(server), timeout=0.3, retry_attempts=2), CREDS)
 
 
@@ -261,11 +250,11 @@ def test_a_config_file_profile_signs_with_its_key_and_the_passphrase_from_creds(
 def test_a_missing_profile_or_file_is_named_without_values(fake_http, tmp_path):
     path = config_file(tmp_path, f"[DEFAULT]\nuser={USER}\n")
     server = fake_http(make_route())
-    with pytest.raises(Exception, match="oci creds.profile 'NOPE' is not in the config file"):
+    with pytest.raises(TopologyError, match="oci creds.profile 'NOPE' is not in the config file"):
         discover("oci", params(server), {"auth": "config_file", "config_file": path, "profile": "NOPE"})
-    with pytest.raises(Exception, match=r"oci creds.config_file '.*/missing': No such file or directory"):
+    with pytest.raises(TopologyError, match=r"oci creds.config_file '.*/missing': No such file or directory"):
         discover("oci", params(server), {"auth": "config_file", "config_file": str(tmp_path / "missing")})
-    with pytest.raises(Exception, match="oci credentials: fingerprint missing, key_file missing, tenancy missing"):
+    with pytest.raises(TopologyError, match="oci credentials: fingerprint missing, key_file missing, tenancy missing"):
         discover("oci", params(server), {"auth": "config_file", "config_file": path})
     assert not server.requests
 
@@ -459,11 +448,11 @@ def test_a_profile_passphrase_or_session_token_with_a_bad_character_is_refused_b
     path = config_file(tmp_path, f"[P]\nuser={USER}\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
                                  f"key_file={key_file}\nsecurity_token_file={token_file}\n")
     server = fake_http(make_route())
-    with pytest.raises(Exception, match=r"creds.passphrase contains .*; the value is not shown") as info:
+    with pytest.raises(TopologyError, match=r"creds.passphrase contains .*; the value is not shown") as info:
         discover("oci", params(server), {"auth": "config_file", "config_file": path, "profile": "P",
                                          "passphrase": bad.format(ODD_PASSPHRASE)})
     assert ODD_PASSPHRASE not in str(info.value)
-    with pytest.raises(Exception, match=r"security_token contains .*; the value is not shown") as info:
+    with pytest.raises(TopologyError, match=r"security_token contains .*; the value is not shown") as info:
         discover("oci", params(server), {"auth": "security_token", "config_file": path, "profile": "P"})
     assert SESSION_TOKEN[:12] not in str(info.value) and not server.requests
 
@@ -477,7 +466,8 @@ def test_a_profile_passphrase_or_session_token_with_a_bad_character_is_refused_b
     ("drip", {"timeout": 30, "retry_attempts": 5}, "discovery deadline"),
     ("huge", {}, "the response is larger than 262144 bytes; refused"),
 ])
-def test_a_hostile_instance_metadata_service_ends_in_a_clear_error_within_the_deadline(monkeypatch, fault, extra, message):
+def test_a_hostile_instance_metadata_service_ends_in_a_clear_error_within_the_deadline(
+        monkeypatch, fault, extra, message):
     from tests.fault_http import FaultServer
 
     with FaultServer() as server:

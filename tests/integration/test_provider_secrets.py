@@ -19,12 +19,10 @@ import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from tests.ansible_run import ansible_env, run_playbook, tool
-from tests.integration.fake_apis import NO_WAIT, discover, text_reply
-from tests.integration.test_provider_aws import INSTANCE_CREDS, IMDS_SESSION_TOKEN, REFUSED_IMDS_DOCUMENT, Imds
-from tests.integration.test_provider_aws import error_reply, instance_xml
-from tests.integration.test_provider_aws import topology_reply
-from tests.integration.test_provider_creds_playbook import printed_forms
-from tests.integration.test_provider_gcp import METADATA_TOKEN, metadata_server
+from tests.integration.fake_apis import NO_WAIT, discover, printed_forms, text_reply
+from tests.integration.fake_aws import IMDS_SESSION_TOKEN, INSTANCE_CREDS, REFUSED_IMDS_DOCUMENT, Imds
+from tests.integration.fake_aws import error_reply, instance_xml, topology_reply
+from tests.integration.fake_gcp import METADATA_TOKEN, metadata_server
 
 ONE = [{"region": "r1", "instances": {"i-1": "n1"}}]
 # ASCII (what an HTTP header can carry) and awkward; each form its own value, so a leak names its form.

@@ -12,55 +12,16 @@ with rack_bringup.yml appears after `scontrol reconfigure` without a controller 
 from __future__ import annotations
 
 import hashlib
-import re
 
 import pytest
 import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
-import yaml
 
 from tests.ansible_run import REPO, recap, run_playbook
+from tests.integration.slurm_support import base_slurm_conf, blocks, write_inventory
 
 pytestmark = [pytest.mark.slurm, pytest.mark.playbook]
 
 RACKS = ["rack01", "rack02", "rack03"]
-
-
-def base_slurm_conf():
-    nodes = {f"gb200-r{r:02d}-n{n:02d}" for r in (1, 2, 3) for n in range(1, 19)}
-    conf = testbed.slurm_conf(nodes, partitions=[
-        "PartitionName=gpu Nodes=gb200-r[01-03]-n[01-18] Default=YES MaxTime=INFINITE State=UP"])
-    # The site's own settings, already in place: the role must keep every other line as it is.
-    return conf + "SwitchType=switch/nvidia_imex\nSwitchParameters=imex_channel_count=2048\n"
-
-
-def provider(rack03_nodes=None):
-    domains = [{"name": "rack01", "nodes": "gb200-r01-n[01-18]", "switch": "leaf1"},
-               {"name": "rack02", "nodes": "gb200-r02-n[01-18]", "switch": "leaf1"},
-               {"name": "rack03", "switch": "leaf2"}]
-    if rack03_nodes:
-        domains[2]["nodes"] = rack03_nodes
-    return {"name": "inventory", "params": {"switches": {"spine": None, "leaf1": "spine", "leaf2": "spine"},
-                                            "domains": domains}}
-
-
-def write_inventory(path, root, conf_dir, rack03_nodes=None, **extra):
-    inventory = {"all": {
-        "hosts": {"localhost": {"ansible_connection": "local",
-                                "ansible_python_interpreter": "{{ ansible_playbook_python }}"}},
-        "vars": {"topology_provider": provider(rack03_nodes)},
-        "children": {"slurm_controller": {"hosts": {"ctl": {
-            "ansible_connection": "community.general.chroot",
-            "ansible_host": str(root),
-            "ansible_python_interpreter": "/usr/bin/python3",
-            "ansible_remote_tmp": "/tmp/.ansible-tmp",
-            "slurm_topology_conf_dir": conf_dir,
-            "slurm_topology_block_sizes": [18, 36],
-            "slurm_topology_partitions": {"gpu": "nvl72"},
-            "slurm_topology_admin_allow_groups": ["root"],
-            **extra,
-        }}}},
-    }}
-    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
 
 
 def play(inventory, playbook, *extra):
@@ -70,11 +31,6 @@ def play(inventory, playbook, *extra):
 
 def digest(directory):
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
-
-
-def blocks(ctld, topology="nvl72"):
-    shown = ctld.scontrol("show", "topology", topology)
-    return re.findall(r"BlockName=(\S+) BlockIndex=(\d+)(?: Nodes=(\S+))?", shown)
 
 
 def test_converge_policy_idempotence_check_mode_and_rack_bringup(slurm_root, tmp_path):

@@ -14,19 +14,9 @@ import shutil
 
 import pytest
 
-from tests.ansible_run import REPO, ansible_env, recap, run_playbook
+from tests.integration.slurm_support import SEED, run_site
 
 pytestmark = pytest.mark.playbook
-
-SEED = REPO / "playbooks" / "files" / "example-slurm.conf"
-
-
-def run_site(conf_dir, *extra):
-    result = run_playbook("-i", REPO / "inventories" / "example", REPO / "playbooks" / "site.yml",
-                          "-e", json.dumps({"slurm_topology_conf_dir": str(conf_dir)}), *extra,
-                          # One line per message (no YAML folding of long paths) for the assertions.
-                          env=ansible_env(ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
-    return result, recap(result.stdout, "localhost")
 
 
 def test_string_false_turns_features_off_and_string_true_applies(tmp_path):

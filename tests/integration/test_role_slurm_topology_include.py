@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_role_slurm_topology_booleans import SEED, run_site
+from tests.integration.slurm_support import SEED, run_site
 
 pytestmark = pytest.mark.playbook
 

@@ -17,8 +17,8 @@ import json
 import pytest
 import yaml
 
-from tests.integration.test_role_slurm_topology_booleans import run_site
-from tests.integration.test_role_imex import Cluster
+from tests.integration.slurm_support import run_site
+from tests.integration.imex_support import Cluster
 
 pytestmark = pytest.mark.playbook
 

@@ -24,6 +24,7 @@ import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
+from tests.integration.slurm_support import scontrol_wrapper
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,15 +95,6 @@ def run_module(args, tmp_path):
     result = json.loads(done.stdout)
     assert not result.get("failed"), result.get("msg")
     return result
-
-
-def scontrol_wrapper(ctld, tmp_path):
-    """An executable that runs scontrol inside the chroot against this controller."""
-    path = tmp_path / "scontrol"
-    path.write_text(f'#!/bin/sh\nexec chroot {ctld.root} env SLURM_CONF={ctld.conf_dir}/slurm.conf scontrol "$@"\n',
-                    encoding="utf-8")
-    path.chmod(0o755)
-    return path
 
 
 REFUSALS = ("Requested node configuration is not available", "Requested topology configuration is not available",

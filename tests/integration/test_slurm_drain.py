@@ -17,7 +17,7 @@ import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_drain import DRAIN_REASON
 
-from tests.integration.test_segment_capacity_slurm import scontrol_wrapper
+from tests.integration.slurm_support import scontrol_wrapper
 from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 
 pytestmark = pytest.mark.slurm

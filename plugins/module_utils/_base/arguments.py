@@ -99,3 +99,67 @@ def validate(value, spec, where, prefix="", secret=False, none_is_unset=False):
     if messages:
         raise TopologyError(prefix + "; ".join(messages))
     return result.validated_parameters
+
+
+class ArgumentSpec:
+    """One concern's options: the argument spec, its constraints and the doc fragment that documents it.
+
+    As community.crypto's ``ArgumentSpec``: a module merges the concerns it takes
+    (``PROVIDER.merge(RENDER, SHRINK_GUARD)``) and builds its AnsibleModule with
+    ``**spec.module_kwargs()``; the constraints travel with their options, never spliced by hand.
+    ``fragments`` names the doc fragments (``aifactory.topology.render.LAYOUT``, without the
+    collection) that document exactly these options; ``options_class``, where the concern has one,
+    is the dataclass its consumer (an engine) takes, built by ``build``: the defaults are stated
+    here once, and a caller outside Ansible (a test, an event source) gets the same ones.
+    """
+
+    CONSTRAINTS = ("mutually_exclusive", "required_one_of", "required_together", "required_if", "required_by")
+
+    def __init__(self, argument_spec, fragments=(), options_class=None, **constraints):
+        unknown = set(constraints) - set(self.CONSTRAINTS)
+        if unknown:
+            raise TypeError(f"unknown constraints: {', '.join(sorted(unknown))}")
+        self.argument_spec = dict(argument_spec)
+        self.fragments = tuple(fragments)
+        self.options_class = options_class
+        self.constraints = {name: list(constraints.get(name) or ()) for name in self.CONSTRAINTS
+                            if name != "required_by"}
+        self.constraints["required_by"] = dict(constraints.get("required_by") or {})
+
+    def merge(self, *others):
+        """A new spec with the options and constraints of this one and ``others``; an option twice is an error."""
+        merged = ArgumentSpec(self.argument_spec, self.fragments)
+        merged.constraints = {name: list(value) if name != "required_by" else dict(value)
+                              for name, value in self.constraints.items()}
+        for other in others:
+            twice = set(merged.argument_spec) & set(other.argument_spec)
+            if twice:
+                raise ValueError(f"options in two argument specs: {', '.join(sorted(twice))}")
+            merged.argument_spec.update(other.argument_spec)
+            merged.fragments += other.fragments
+            for name, value in other.constraints.items():
+                if name == "required_by":
+                    merged.constraints[name].update(value)
+                else:
+                    merged.constraints[name].extend(value)
+        return merged
+
+    def module_kwargs(self):
+        """``argument_spec`` and the constraints that are set, as AnsibleModule takes them."""
+        kwargs = {"argument_spec": self.argument_spec}
+        kwargs.update({name: value for name, value in self.constraints.items() if value})
+        return kwargs
+
+    def validate(self, params, where="options"):
+        """This spec's options of ``params`` (a mapping that may hold other options too), checked, defaults filled in.
+
+        Values already validated (a module's ``params``) come back unchanged; the constraints are
+        checked by AnsibleModule (and, outside it, are the caller's: what an engine takes has none).
+        """
+        own = {key: value for key, value in (params or {}).items() if key in self.argument_spec}
+        return validate(own, self.argument_spec, where, none_is_unset=True)
+
+    def build(self, params, where="options"):
+        """The ``options_class`` instance of this spec's options in ``params``: the one way to build it."""
+        values = self.validate(params, where)
+        return self.options_class(**{key: values.get(key) for key in self.argument_spec})

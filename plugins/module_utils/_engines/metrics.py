@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A run's health and freshness as Prometheus metrics in node_exporter's textfile format.
 
-``metrics(params, previous, now)`` turns the registered results of a run (slurm_topology,
+``metrics(options, previous, now)`` turns the registered results of a run (slurm_topology,
 k8s_node_labels, ...) and whether it failed into the values of one file,
 ``<directory>/aifactory_topology_<target>.prom``; ``render`` writes them with the official client
 (prometheus-client, imported only here, so no other module needs it). A failed run keeps the
@@ -20,12 +20,43 @@ the point of a freshness metric, but a second run over an unchanged cluster repo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricsOptions:
+    """One run of the pipeline as topology_metrics takes it (``METRICS``); a count given wins over ``results``."""
+
+    directory: str
+    target: str
+    failed: bool
+    started: float | None
+    results: list
+    nodes: int | None
+    blocks: int | None
+    placeholders: int | None
+    quarantined: int | None
+
+
+# topology_metrics' options (documented in the module), defaults stated once.
+METRICS = ArgumentSpec({
+    "directory": {"type": "path", "required": True},
+    "target": {"type": "str", "required": True},
+    "failed": {"type": "bool", "default": False},
+    "started": {"type": "float"},
+    "results": {"type": "list", "elements": "raw", "default": []},
+    "nodes": {"type": "int"},
+    "blocks": {"type": "int"},
+    "placeholders": {"type": "int"},
+    "quarantined": {"type": "int"},
+}, options_class=MetricsOptions)
 
 PREFIX = "aifactory_topology_"
 TARGET_RE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # fullmatch: "$" would match before a final newline
@@ -53,19 +84,19 @@ COUNTS = {"nodes": "nodes", "blocks": "blocks", "placeholder_blocks": "placehold
           "quarantined_nodes": "quarantined"}
 
 
-def dest(params):
-    """The textfile of ``params``; an error naming the field for a target node_exporter would not read."""
-    target = params["target"]
+def dest(options):
+    """The textfile of ``options`` (``MetricsOptions``); an error naming the field for a target node_exporter would not read."""
+    target = options.target
     if not isinstance(target, str) or not TARGET_RE.fullmatch(target):
         raise TopologyError(f"target must be a lower-case name of letters, digits and '_' starting with a letter "
                             f"(at most 63 characters; it names the file and the {LABEL!r} label), got {clip(target)}")
     for name in ("nodes", "blocks", "placeholders", "quarantined"):
-        if params.get(name) is not None:
-            _count(params[name], name)
-    started = params.get("started")
+        if getattr(options, name) is not None:
+            _count(getattr(options, name), name)
+    started = options.started
     if started is not None and (not math.isfinite(started) or started < 0):
         raise TopologyError(f"started must be a time in seconds since the epoch, got {clip(started)}")
-    return os.path.join(params["directory"], f"{PREFIX}{target}.prom")
+    return os.path.join(options.directory, f"{PREFIX}{target}.prom")
 
 
 def _client():
@@ -156,19 +187,19 @@ def _yaml_blocks(content):
     return {"blocks": len(blocks), "placeholders": sum(1 for block in blocks if not block.get("nodes"))}
 
 
-def metrics(params, before, now):
-    """The values to write (name without PREFIX -> number), from the run and the previous values ``before``."""
-    failed = bool(params["failed"])
+def metrics(options, before, now):
+    """The values to write (name without PREFIX -> number), from the run (``MetricsOptions``) and the previous values ``before``."""
+    failed = options.failed
     counts = {}
     files_changed = 0
-    for index, result in enumerate(params["results"] or []):
+    for index, result in enumerate(options.results):
         for name, value in _summary_counts(result, f"results[{index}]").items():
             counts[name] = max(counts.get(name, value), value)
         if isinstance(result, dict) and result.get("changed") is True:
             files_changed += 1
     values = {}
     for metric, key in COUNTS.items():
-        given = params.get(key)
+        given = getattr(options, key)
         if given is None:
             # What the tasks that succeeded report; else the map on disk is still the previous run's.
             given = counts.get(key, before.get(metric, 0))
@@ -177,8 +208,8 @@ def metrics(params, before, now):
     values["consecutive_failures"] = min(int(before.get("consecutive_failures", 0)) + 1, MAX_COUNT) if failed else 0
     values["last_run_timestamp_seconds"] = now
     values["last_success_timestamp_seconds"] = before.get("last_success_timestamp_seconds", 0) if failed else now
-    if params.get("started") is not None:
-        values["last_run_duration_seconds"] = max(0.0, now - params["started"])
+    if options.started is not None:
+        values["last_run_duration_seconds"] = max(0.0, now - options.started)
     values["last_run_files_changed"] = files_changed
     return values
 

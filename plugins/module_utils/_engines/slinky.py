@@ -9,7 +9,7 @@ dynamic nodes, each node gets the ``topology.slinky.slurm.net/spec`` annotation 
 
 from __future__ import annotations
 
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm, slurm_files
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm, slurm_files, slurm_options
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 
 SPEC_ANNOTATION = "topology.slinky.slurm.net/spec"
@@ -29,7 +29,7 @@ def _no_partitions(partition):
 
 def render(topology, params, warn, skeleton=False):
     """(ConfigMap key content, summary): the slurm engines' text for these options, without header."""
-    return slurm_files.render(topology, params, _no_partitions, warn, skeleton=skeleton)
+    return slurm_files.render(topology, slurm_options.RENDER.build(params), _no_partitions, warn, skeleton=skeleton)
 
 
 def configmap_annotations(namespace, plugin=None, block_sizes=None, last_updated=None):
@@ -64,9 +64,9 @@ def dynamic_specs(topology, params):
     Cluster-wide tree: ``default:<root-first switch ids>``; block: ``default:<block name>``;
     per partition: ``<topology>:<path or block>`` for each topology holding the node, by name.
     """
-    options = slurm.BlockOptions(params.get("block_sizes"), params.get("domain_order"),
-                                 params.get("block_naming") or "domain", params.get("block_name_pattern"))
-    topologies = params.get("topologies")
+    render_options = slurm_options.RENDER.build(params)
+    options = slurm_files.block_options(render_options)
+    topologies = render_options.topologies
     parts = {name: [] for name in topology.nodes}
     if topologies:
         for spec in sorted(slurm_files.build_specs(topologies, _no_partitions), key=lambda s: s.name):
@@ -81,7 +81,7 @@ def dynamic_specs(topology, params):
                                      None if spec.nodes is None else members, 0)
                 for node, block in names.items():
                     parts[node].append(f"{spec.name}:{block}")
-    elif (params.get("plugin") or "topology/tree") == "topology/block":
+    elif render_options.plugin == "topology/block":
         for node, block in _block_names(topology, options, None, 3).items():
             parts[node].append(f"{DEFAULT_SCOPE}:{block}")
     else:

@@ -12,12 +12,12 @@ import math
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import BLOCK_NAMING
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import tree as tree_walk
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._model import check_name
 
 PLUGINS = ("topology/tree", "topology/block", "topology/flat")
-BLOCK_NAMING = ("domain", "topograph")
 MAX_BLOCK_LEVEL = 15  # Slurm: each size is base * 2^k with k <= 15
 _UNSAFE_BLOCK_CHARS = re.compile(r"[^A-Za-z0-9._:@+=-]")
 

@@ -17,6 +17,12 @@ DEFAULT_HEADER = "# Managed by Ansible (aifactory.topology.slurm_topology). Loca
 TOPOLOGY_KEYS = {"plugin", "block_sizes", "nodes", "partition", "cluster_default"}
 
 
+def block_options(options):
+    """The checked ``slurm.BlockOptions`` of ``options`` (``slurm_options.RenderOptions`` or ``LayoutOptions``)."""
+    return slurm.BlockOptions(options.block_sizes, options.domain_order, getattr(options, "block_naming", "domain"),
+                              getattr(options, "block_name_pattern", None))
+
+
 def build_specs(topologies, resolve_partition):
     """TopologySpec objects from the ``topologies`` option; partitions resolved through scontrol."""
     if not isinstance(topologies, dict) or not topologies:
@@ -65,22 +71,20 @@ def parse_partition_nodes(partition, scontrol_output):
                             f"{exc}") from None
 
 
-def render(topology, params, resolve_partition, warn, skeleton=False):
-    """(content without header, summary) for the module's options; ``skeleton`` leaves nodes out (Slinky)."""
-    options = slurm.BlockOptions(params.get("block_sizes"), params.get("domain_order"),
-                                 params.get("block_naming") or "domain", params.get("block_name_pattern"))
-    topologies = params.get("topologies")
-    if topologies is not None:
-        if not topologies:
+def render(topology, options, resolve_partition, warn, skeleton=False):
+    """(content without header, summary) for ``options`` (``slurm_options.RenderOptions``); ``skeleton`` leaves nodes out (Slinky)."""
+    block_opts = block_options(options)
+    if options.topologies is not None:
+        if not options.topologies:
             raise TopologyError("topologies is empty: name at least one topology for topology.yaml, or leave "
                                 "topologies out (and set plugin) for topology.conf")
-        if params.get("plugin"):
+        if options.plugin:
             raise TopologyError("set plugin (topology.conf) or topologies (topology.yaml), not both")
-        specs = build_specs(topologies, resolve_partition)
-        content = slurm.render_topology_yaml(topology, specs, options, skeleton=skeleton, warn=warn)
+        specs = build_specs(options.topologies, resolve_partition)
+        content = slurm.render_topology_yaml(topology, specs, block_opts, skeleton=skeleton, warn=warn)
         summary = {"format": "topology.yaml", "topologies": sorted(spec.name for spec in specs)}
-    elif (params.get("plugin") or "topology/tree") == "topology/block":
-        blocks, sizes = slurm.plan_blocks(topology, options, warn=warn)
+    elif options.plugin == "topology/block":
+        blocks, sizes = slurm.plan_blocks(topology, block_opts, warn=warn)
         content = slurm.format_block_conf(blocks, sizes, skeleton=skeleton)
         summary = {
             "format": "topology.conf", "plugin": "topology/block",
@@ -88,9 +92,9 @@ def render(topology, params, resolve_partition, warn, skeleton=False):
             "placeholders": [block.name for block in blocks if not block.nodes],
         }
     else:
-        if params.get("block_sizes"):
+        if options.block_sizes:
             raise TopologyError("block_sizes applies to plugin topology/block only")
-        content = slurm.render_tree_conf(topology, params.get("no_topology_switch"), skeleton=skeleton, warn=warn)
+        content = slurm.render_tree_conf(topology, options.no_topology_switch, skeleton=skeleton, warn=warn)
         summary = {"format": "topology.conf", "plugin": "topology/tree"}
     summary.update(topology.summary())
     return content, summary

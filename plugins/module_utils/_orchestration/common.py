@@ -8,9 +8,13 @@ import copy
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import RENDER
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
-PROVIDER_ARG_SPEC = {
+# Where the topology comes from (doc fragments provider, provider.MODEL, provider.OUTPUT_FILE): one source,
+# never both.
+PROVIDER = ArgumentSpec({
     "provider": {
         "type": "dict",
         "options": {
@@ -19,53 +23,41 @@ PROVIDER_ARG_SPEC = {
             "creds": {"type": "dict", "default": {}, "no_log": True},
         },
     },
-}
+}, fragments=["provider"])
+MODEL = ArgumentSpec({"model": {"type": "dict"}}, fragments=["provider.MODEL"],
+                     mutually_exclusive=[("provider", "model")], required_one_of=[("provider", "model")])
+OUTPUT_FILE = ArgumentSpec({"dest": {"type": "path"}, "backup": {"type": "bool", "default": False}},
+                           fragments=["provider.OUTPUT_FILE"])
+
+# The shrink guard of the modules that replace a topology (doc fragment render.SHRINK_GUARD).
+SHRINK_GUARD = ArgumentSpec({
+    "max_node_loss": {"type": "float", "default": 10.0},
+    "force": {"type": "bool", "default": False},
+}, fragments=["render.SHRINK_GUARD"])
+
+# How the modules that ask Slurm run scontrol (doc fragment scontrol).
+SCONTROL = ArgumentSpec({
+    "scontrol_path": {"type": "str", "default": "scontrol"},
+    "scontrol_timeout": {"type": "float", "default": 60.0},
+}, fragments=["scontrol"])
+
+
+def provider_spec(model=False, output_file=False):
+    """``PROVIDER``, with ``MODEL`` (and its constraints: one source of the topology) and ``OUTPUT_FILE``."""
+    return PROVIDER.merge(*([MODEL] if model else []), *([OUTPUT_FILE] if output_file else []))
+
+
+# The plain mappings, for the modules that still splice them (the Kubernetes ones): the same objects' data.
+PROVIDER_ARG_SPEC = PROVIDER.argument_spec
+RENDER_ARG_SPEC = RENDER.argument_spec
+SHRINK_GUARD_ARG_SPEC = SHRINK_GUARD.argument_spec
+INPUT_CONSTRAINTS = {"mutually_exclusive": MODEL.constraints["mutually_exclusive"],
+                     "required_one_of": MODEL.constraints["required_one_of"]}
 
 
 def provider_arg_spec(model=False, output_file=False):
-    """provider, plus model (doc fragment provider.MODEL) and dest/backup (provider.OUTPUT_FILE)."""
-    spec = copy.deepcopy(PROVIDER_ARG_SPEC)
-    if model:
-        spec["model"] = {"type": "dict"}
-    if output_file:
-        spec["dest"] = {"type": "path"}
-        spec["backup"] = {"type": "bool", "default": False}
-    return spec
-
-
-# The block layout: the rendering modules and segment_capacity (doc fragment render.LAYOUT).
-LAYOUT_ARG_SPEC = {
-    "block_sizes": {"type": "list", "elements": "int"},
-    "domain_order": {"type": "list", "elements": "str"},
-}
-
-# The rendering options of slurm_topology and slinky_topology (doc fragments render, render.LAYOUT).
-RENDER_ARG_SPEC = {
-    "plugin": {"type": "str", "choices": ["topology/tree", "topology/block"]},
-    "topologies": {"type": "dict"},
-    "block_naming": {"type": "str", "choices": ["domain", "topograph"], "default": "domain"},
-    "block_name_pattern": {"type": "dict", "options": {
-        "regexp": {"type": "str", "required": True},
-        "format": {"type": "str", "required": True},
-    }},
-    "no_topology_switch": {"type": "str", "default": "no-topology"},
-    **LAYOUT_ARG_SPEC,
-}
-
-# The shrink guard of the modules that replace a topology (doc fragment render.SHRINK_GUARD).
-SHRINK_GUARD_ARG_SPEC = {
-    "max_node_loss": {"type": "float", "default": 10.0},
-    "force": {"type": "bool", "default": False},
-}
-
-# How the modules that ask Slurm run scontrol (doc fragment scontrol).
-SCONTROL_ARG_SPEC = {
-    "scontrol_path": {"type": "str", "default": "scontrol"},
-    "scontrol_timeout": {"type": "float", "default": 60.0},
-}
-
-# Module options: one source of the topology, never both.
-INPUT_CONSTRAINTS = {"mutually_exclusive": [("provider", "model")], "required_one_of": [("provider", "model")]}
+    """provider, plus model (doc fragment provider.MODEL) and dest/backup (provider.OUTPUT_FILE), as a mapping."""
+    return copy.deepcopy(provider_spec(model, output_file).argument_spec)
 
 
 def warning_collector(module):

@@ -8,7 +8,7 @@ import contextlib
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files, slurm_options
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import ensure_file, locked, read_text, resolve_dest
@@ -31,7 +31,7 @@ def run(module):
 
     with failing_cleanly(module):
         topology = load_topology(module, warn)
-        body, summary = slurm_files.render(topology, params, resolve_partition, warn)
+        body, summary = slurm_files.render(topology, slurm_options.RENDER.build(params), resolve_partition, warn)
         summary["warnings"] = warnings
         content = slurm_files.with_header(body, params["header"])
         result = {"changed": False, "content": content, "summary": summary,
@@ -79,6 +79,9 @@ def plan_drains(topology, scontrol, max_node_loss, force, warn):
 
 def run_drains(drains, scontrol, check_mode):
     """Send the planned drains and resumes (``plan_drains``); in check mode nothing is sent."""
+    # As in plan_drains: only a run that drains imports the drain engine (statically, for AnsiballZ).
+    from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
+
     if not check_mode:
         # Imported where it is used (as plan_drains does): a run without drain_unhealthy never loads it.
         from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel

@@ -18,19 +18,19 @@ def run(module):
     followed; a previous file that is not ours (another owner, hard links, too big, not UTF-8, not our format)
     is a warning, is neither read nor shown in the diff, and is replaced.
     """
-    params = module.params
     with failing_cleanly(module):
-        path = metrics.dest(params)
+        options = metrics.METRICS.build(module.params)
+        path = metrics.dest(options)
         with locked(path):
             text, problem = read_own(path, metrics.MAX_PREVIOUS_BYTES)
             before = {}
             if problem is None:
-                before, problem = metrics.previous(text, params["target"])
+                before, problem = metrics.previous(text, options.target)
             if problem is not None:
                 module.warn(f"the previous metrics file {path} {problem}: it is neither read nor shown, and it is "
                             "replaced; the last success time and the counts start again")
-            values = metrics.metrics(params, before, time.time())
-            result = ensure_file(module, path, metrics.render(values, params["target"]), current=text, follow=False,
+            values = metrics.metrics(options, before, time.time())
+            result = ensure_file(module, path, metrics.render(values, options.target), current=text, follow=False,
                                  withheld=problem)
     result["changed"] = metrics.state_changed(values, before)
     result["metrics"] = {metrics.PREFIX + name: value for name, value in values.items()}

@@ -29,7 +29,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._events import 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
 from tests.fault_k8s import FakeApiServer, OneChunk, event_lines, node_list, scripted
-from tests.unit.plugins.module_utils.test_command import gone_or_zombie
+from tests.unit.helpers import gone_or_zombie
 
 
 CLIQUE = "nvidia.com/gpu.clique"

@@ -43,7 +43,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.
 from tests.tls_certs import self_signed, server_context
 
 from ..conftest_paths import MODELS
-from ..plugins.module_utils.test_providers_kubernetes_quarantine import ServedNodes
+from tests.unit.helpers import ServedNodes
 from ..plugins.modules.module_runner import run_module
 from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_lines
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import apply
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_conf import apply
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import LOCAL_FILES
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
 from ansible_collections.aifactory.topology.plugins.modules import slurm_conf
 from tests.slurm_conf_settings import current_settings
@@ -87,7 +88,7 @@ def test_the_shrink_guard_does_not_count_nodes_of_a_commented_out_record(breaker
 def test_an_included_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "pipe.conf")  # opened without blocking and checked on the descriptor: never read
     with pytest.raises(AifactoryTopologyError, match=r"pipe.conf' is not a regular file \(a FIFO\)"):
-        apply("Include pipe.conf\n", {"SwitchType": "switch/nvidia_imex"}, {}, path=str(tmp_path / "slurm.conf"))
+        apply("Include pipe.conf\n", {"SwitchType": "switch/nvidia_imex"}, {}, path=str(tmp_path / "slurm.conf"), files=LOCAL_FILES)
 
 
 @pytest.mark.parametrize("text", ["Include a.conf\n", "include\ta.conf\n"])

@@ -1,12 +1,42 @@
-"""The shared doc fragments document exactly the shared argument specs, option for option."""
+"""The shared doc fragments document exactly the shared argument specs, option for option.
+
+Every ``ArgumentSpec`` object names the fragments that document it; the objects are found in the
+modules that define them, so a new one is checked without a list kept here.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import pytest
 import yaml
 
-from ansible_collections.aifactory.topology.plugins.doc_fragments.render import ModuleDocFragment as Render
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import segment_capacity, slurm_options
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common as _common
+
+SPEC_HOMES = (slurm_options, segment_capacity, _common)
+
+
+def _spec_objects():
+    """Name -> spec, each object once, under the name of the module that defines it (re-exports skipped)."""
+    found, seen = {}, set()
+    for home in SPEC_HOMES:
+        for name, value in vars(home).items():
+            if isinstance(value, ArgumentSpec) and id(value) not in seen:
+                seen.add(id(value))
+                found[f"{home.__name__.rsplit('.', 1)[-1]}.{name}"] = value
+    return found
+
+
+SPECS = _spec_objects()
+
+
+def fragment_text(name):
+    """The text of doc fragment ``name`` (``render`` or ``render.LAYOUT``)."""
+    module, _dot, attribute = name.partition(".")
+    fragment = importlib.import_module(f"ansible_collections.aifactory.topology.plugins.doc_fragments.{module}")
+    return getattr(fragment.ModuleDocFragment, attribute or "DOCUMENTATION")
 
 
 def documented(*fragments):
@@ -16,16 +46,24 @@ def documented(*fragments):
     return options
 
 
-@pytest.mark.parametrize("fragments, spec", [
-    ((Render.DOCUMENTATION, Render.LAYOUT), _common.RENDER_ARG_SPEC),
-    ((Render.LAYOUT,), _common.LAYOUT_ARG_SPEC),
-    ((Render.SHRINK_GUARD,), _common.SHRINK_GUARD_ARG_SPEC),
-])
-def test_a_fragment_documents_its_spec(fragments, spec):
-    options = documented(*fragments)
-    assert set(options) == set(spec)
-    for name, option in options.items():
-        assert option["type"] == spec[name]["type"], name
-        assert option.get("default") == spec[name].get("default"), name
-        assert option.get("choices") == spec[name].get("choices"), name
-        assert option.get("elements") == spec[name].get("elements"), name
+def test_the_argument_spec_objects_are_found():
+    assert {"common.PROVIDER", "common.MODEL", "common.SHRINK_GUARD", "common.SCONTROL", "slurm_options.RENDER",
+            "slurm_options.LAYOUT", "segment_capacity.CAPACITY"} <= set(SPECS)
+
+
+# Specs whose own options the module documents (only the merged layout is a fragment's).
+OWN_OPTIONS_IN_THE_MODULE = {"segment_capacity.CAPACITY"}
+
+
+@pytest.mark.parametrize("name", sorted(name for name, spec in SPECS.items() if spec.fragments))
+def test_a_spec_object_is_documented_by_its_fragments(name):
+    spec = SPECS[name]
+    options = documented(*map(fragment_text, spec.fragments))
+    if name in OWN_OPTIONS_IN_THE_MODULE:
+        assert set(options) < set(spec.argument_spec)
+    else:
+        assert set(options) == set(spec.argument_spec)
+    for option_name, option in options.items():
+        wanted = spec.argument_spec[option_name]
+        for key in ("type", "default", "choices", "elements"):
+            assert option.get(key) == wanted.get(key), (option_name, key)

@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError
-
-
-def gone_or_zombie(pid, bound=30.0):
-    """Whether ``pid`` is dead, waiting up to ``bound`` seconds: SIGKILL is delivered asynchronously,
-    and a killed grandchild is not ours to wait for."""
-    deadline = time.monotonic() + bound
-    while True:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+from tests.unit.helpers import gone_or_zombie
 
 
 def test_a_command_gives_its_exit_code_and_output():

@@ -1,6 +1,6 @@
 """The Kubernetes client layer without a server: auth resolution, selectors, bounded concurrency, 409 retry.
 
-What needs an API server (requests, dry runs, RBAC) is in tests/integration/test_k8s_modules.py.
+What needs an API server (requests, dry runs, RBAC) is in tests/integration/test_k8s_node_labels.py, test_k8s_rbac.py and the other test_k8s_*.py there.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, NodeUnhealthy
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, NodeUnhealthy, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi, discover
 
@@ -216,7 +216,7 @@ def test_escalation_options_are_checked():
     nodes = shapes.rack("gb-a", UUID, "1821124000123", trays=2)
     for escalation, message in (({}, "needs trays or share"), ({"trays": 0}, "trays must be at least 1"),
                                 ({"share": 120.0}, "share must be a percentage")):
-        with pytest.raises(Exception, match=message) as info:
+        with pytest.raises(TopologyError, match=message) as info:
             rack_discovery(nodes, rack_escalation=escalation)
         assert type(info.value).__name__ == "TopologyError"
 

@@ -6,24 +6,9 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import kubernetes_nodes
+from tests.unit.helpers import ListedNodes
 
 TIER = "fabric.topograph.run/tier-"
-
-
-class ListedNodes:
-    """Stands in for K8sClient.list in these parsing tests: each node is (name, labels, annotations) or a
-    whole Node object (a dict, with its status)."""
-
-    def __init__(self, *nodes):
-        self.nodes = nodes
-        self.selectors = []
-
-    def list(self, path, label_selector=None, metadata_only=False):
-        assert path == "/api/v1/nodes"
-        self.selectors.append(label_selector)
-        self.metadata_only = metadata_only
-        return [item if isinstance(item, dict) else
-                {"metadata": {"name": item[0], "labels": item[1], "annotations": item[2]}} for item in self.nodes]
 
 
 def test_dra_domains_from_the_clique_label_and_names_from_the_instance_annotation():

@@ -9,18 +9,11 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s import K8sError
 
-from .test_providers_kubernetes import ListedNodes
+from tests.unit.helpers import ServedNodes
 
 CLIQUE, INSTANCE, TIER0, TIER1 = ("nvidia.com/gpu.clique", "topograph.run/instance", "fabric.topograph.run/tier-0",
                                   "fabric.topograph.run/tier-1")
 DOMAIN = "accelerator.topograph.run/domain"
-
-
-class ServedNodes(ListedNodes):
-    """The caller's own connection, which the provider takes (``discover``'s ``k8s_client``)."""
-
-    def serves(self, options, timeout):
-        return True
 
 
 class FailingList(ServedNodes):

@@ -9,7 +9,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines import
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import discover, kubernetes_nodes
 
-from .test_providers_kubernetes import ListedNodes as Nodes
+from tests.unit.helpers import ListedNodes as Nodes
 
 POD, PARTITION, CLIQUE = "crusoe.ai/pod.id", "crusoe.ai/ib.partition.id", "nvidia.com/gpu.clique"
 PARTITION_A, PARTITION_B = "0cf47922-9f9e-4a2e-b187-5c51697e7739", "1d0e8b3a-2c47-4f16-9a55-7be3d9c4f082"

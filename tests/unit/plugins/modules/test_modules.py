@@ -14,7 +14,7 @@ from ansible_collections.aifactory.topology.plugins.modules import (
     slurm_conf, slurm_topology, topology_graph, topology_info)
 
 from ...conftest_paths import MODELS, REPO
-from ..module_utils.test_command import gone_or_zombie
+from tests.unit.helpers import gone_or_zombie
 from .module_runner import run_module
 
 NVL72 = {"provider": {"name": "simulation", "params": {"model_path": str(MODELS / "nvl72.yaml")}}}

@@ -21,7 +21,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 from ansible_collections.aifactory.topology.plugins.modules import topology_facts
 
 from ...conftest_paths import FIXTURES, REPO
-from ..module_utils.test_command import gone_or_zombie
+from tests.unit.helpers import gone_or_zombie
 from .... import nvidia_smi_shapes as shapes
 from .module_runner import run_module
 

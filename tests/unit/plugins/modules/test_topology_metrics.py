@@ -172,7 +172,7 @@ def test_the_documentation_matches_the_argument_spec(monkeypatch):
     for name, option in options.items():
         for key in ("type", "default", "required", "elements", "choices"):
             assert option.get(key) == spec[name].get(key), (name, key)
-    assert os.path.basename(_metrics.dest({"directory": "/d", "target": "slurm"})) == "aifactory_topology_slurm.prom"
+    assert os.path.basename(_metrics.dest(_metrics.METRICS.build({"directory": "/d", "target": "slurm"}))) == "aifactory_topology_slurm.prom"
 
 
 def test_a_failed_run_counts_what_its_tasks_that_succeeded_wrote(run, tmp_path):

@@ -5,7 +5,8 @@ import os
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, TopologyError
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import (
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.slurm_conf import LOCAL_FILES
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_conf import (
     MANAGED_MARKER, MAX_INCLUDE_DEPTH, MAX_INCLUDED_FILES, apply, restart_settings)
 from tests.slurm_conf_settings import current_settings
 
@@ -150,7 +151,7 @@ def write(path, text):
 def test_settings_an_included_file_holds_count_and_need_no_restart(tmp_path):
     write(tmp_path / "switch.conf", "SwitchType=switch/nvidia_imex\nSwitchParameters=imex_channel_count=2048\n")
     conf = write(tmp_path / "slurm.conf", "ClusterName=ai\nInclude switch.conf\n")
-    text, settings, partitions = apply(conf.read_text(), IMEX, {}, path=str(conf))
+    text, settings, partitions = apply(conf.read_text(), IMEX, {}, path=str(conf), files=LOCAL_FILES)
     assert text == conf.read_text() and settings == [] and restart_settings(settings) == []
     assert current_settings(conf.read_text(), path=str(conf))["switchtype"] == "switch/nvidia_imex"
 
@@ -160,18 +161,18 @@ def test_a_setting_that_would_change_in_an_included_file_is_an_error_naming_it(t
     conf = write(tmp_path / "slurm.conf", "include switch.conf\n")
     with pytest.raises(TopologyError, match=r"SwitchType is 'switch/none' in .*switch.conf line 2, a file .*slurm.conf "
                                             r"includes; this module edits only .*slurm.conf: set it to 'switch/nvidia_imex'"):
-        apply(conf.read_text(), IMEX, {}, path=str(conf))
+        apply(conf.read_text(), IMEX, {}, path=str(conf), files=LOCAL_FILES)
     with pytest.raises(TopologyError, match="remove it there"):
-        apply(conf.read_text(), {"SwitchType": None}, {}, path=str(conf))
+        apply(conf.read_text(), {"SwitchType": None}, {}, path=str(conf), files=LOCAL_FILES)
 
 
 def test_partitions_in_included_files_count(tmp_path):
     write(tmp_path / "parts.conf", "PartitionName=admin Nodes=ALL Hidden=YES State=UP\n")
     conf = write(tmp_path / "slurm.conf", "Include parts.conf\n")
-    text, _s, partitions = apply(conf.read_text(), {}, {"admin": {"Nodes": "ALL", "Hidden": "YES"}}, path=str(conf))
+    text, _s, partitions = apply(conf.read_text(), {}, {"admin": {"Nodes": "ALL", "Hidden": "YES"}}, path=str(conf), files=LOCAL_FILES)
     assert text == conf.read_text() and partitions == []  # not added a second time
     with pytest.raises(TopologyError, match=r"partition 'admin' is defined in .*parts.conf line 1.*change it there"):
-        apply(conf.read_text(), {}, {"admin": {"Nodes": "ALL", "Topology": "admin"}}, path=str(conf))
+        apply(conf.read_text(), {}, {"admin": {"Nodes": "ALL", "Topology": "admin"}}, path=str(conf), files=LOCAL_FILES)
 
 
 def test_include_follows_slurms_rules(tmp_path):
@@ -202,7 +203,7 @@ def test_an_include_slurm_cannot_read_is_an_error_naming_the_line(tmp_path, line
     conf = write(tmp_path / "slurm.conf", f"ClusterName=ai\n\n{line}\n".replace("ClusterName=ai\n", "", "%c" in line))
     # The message names the line of the Include (self.conf's own, for the loop) and what is wrong.
     with pytest.raises(AifactoryTopologyError, match=f"(slurm|self).conf line [123]: Include .*{message}"):
-        apply(conf.read_text(), IMEX, {}, path=str(conf))
+        apply(conf.read_text(), IMEX, {}, path=str(conf), files=LOCAL_FILES)
 
 
 def test_includes_are_bounded_in_depth_and_count(tmp_path):
@@ -216,3 +217,24 @@ def test_includes_are_bounded_in_depth_and_count(tmp_path):
     conf.write_text("Include empty.conf\n" * (MAX_INCLUDED_FILES + 1))
     with pytest.raises(TopologyError, match=f"line {MAX_INCLUDED_FILES + 1}: .*more than {MAX_INCLUDED_FILES} included"):
         current_settings(conf.read_text(), path=str(conf))
+
+
+def test_the_engine_reads_no_file_itself():
+    # Pure: an Include is read through the reader the caller gives, and only then.
+    read = []
+
+    class Files:
+        @staticmethod
+        def read(path, where, max_bytes):
+            read.append((path, max_bytes))
+            return "SwitchType=switch/nvidia_imex\n"
+
+        @staticmethod
+        def identity(path):
+            return path
+
+    text, settings, _p = apply("Include a.conf\n", {"SwitchType": "switch/nvidia_imex"}, {},
+                               path="/etc/slurm/slurm.conf", files=Files())
+    assert read == [("/etc/slurm/a.conf", 16 << 20)] and settings == [] and text == "Include a.conf\n"
+    with pytest.raises(TopologyError, match="slurm.conf line 1: Include '/etc/slurm/a.conf': no reader of included"):
+        apply("Include /etc/slurm/a.conf\n", IMEX, {})

@@ -1,0 +1,156 @@
+"""The cloud APIs the HTTP providers read, as the fake servers answer them, and each provider's contract case.
+
+Each provider's builders (its records, its pages, its params) live here, not in its test module,
+so its own tests, the shared contract suite (``test_provider_contract.py``) and the error table
+(``test_provider_errors.py``) all import them from one helpers module, never from one another.
+
+``CONTRACT`` maps a provider name (as in ``_providers/_specs.PROVIDERS``) to its ``CloudCase``:
+what the contract suite needs to serve that API one good page, a page that repeats itself, a
+malformed body and one bad record among good ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from tests.integration.fake_apis import NO_WAIT, json_reply
+
+# -- lambda: GET /api/v1/topology/instance, the envelope {data, page_token} -------------------
+
+LAMBDA_TOKEN = "secret_lambda_token_5d2c"
+LAMBDA_PATH = "/api/v1/topology/instance"
+
+
+def lambda_instance(instance_id, path=(), domain=None, clique=None):
+    nvlink = None if domain is None and clique is None else {"domain_id": domain or "", "clique_id": clique or ""}
+    return {"id": instance_id, "networkPath": [{"id": hop} for hop in path], "nvlink": nvlink}
+
+
+def lambda_envelope(data, token=None):
+    return json_reply({"data": data, "page_token": token})
+
+
+def lambda_params(server, instances, **extra):
+    return dict(NO_WAIT, instances=instances, workspace_id="ws-42", api_url=server.url, **extra)
+
+
+# -- gcp: GET /compute/v1/projects/<p>/zones/<z>/instances, {items, nextPageToken} -----------
+
+GCP_TOKEN = "ya29.gcp-token-3e8a"
+GCP_ZONE = "us-central1-a"
+
+
+def gcp_instance(instance_id, name, cluster=None, block=None, subblock=None):
+    item = {"kind": "compute#instance", "id": instance_id, "name": name, "status": "RUNNING"}
+    if cluster or block or subblock:
+        host = {"cluster": cluster, "block": block, "subblock": subblock, "host": f"h-{instance_id}"}
+        item["resourceStatus"] = {"physicalHostTopology": {k: v for k, v in host.items() if v}}
+    return item
+
+
+def gcp_instance_list(items, next_token=None):
+    body = {"kind": "compute#instanceList", "id": "projects/p/zones/z/instances",
+            "selfLink": "https://www.googleapis.com/compute/v1/projects/p/zones/z/instances"}
+    if items:
+        body["items"] = items
+    if next_token:
+        body["nextPageToken"] = next_token
+    return json_reply(body)
+
+
+def gcp_params(server, instances, **extra):
+    return dict(NO_WAIT, instances=instances, project_id="ml-proj", api_url=server.url, **extra)
+
+
+# -- nscale: GET /v1/topology?limit=&offset=, a JSON list; an empty page ends it --------------
+
+NSCALE_TOKEN = "nscale-token-a81f"
+
+
+def nscale_offset_route(fleet):
+    def route(request):
+        if request.path != "/v1/topology":
+            return json_reply({"error": "not found"}, 404)
+        offset, limit = int(request.query["offset"]), int(request.query["limit"])
+        return json_reply(fleet[offset:offset + limit])
+    return route
+
+
+def nscale_params(server, instances, **extra):
+    return dict(NO_WAIT, instances=instances, organization="org-7", api_url=server.url, **extra)
+
+
+# -- the contract cases ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CloudCase:
+    """One HTTP cloud provider, as the contract suite drives it.
+
+    ``route(records)`` serves ``records`` (provider-shaped) in pages as the API does;
+    ``repeating(records)`` answers every request with the same non-final page; ``record(id, good)``
+    is one instance's record, placed under a switch ``leaf`` when good, and unusable (its node is
+    quarantined, the others mapped) when not; ``params(server, instances)`` and ``creds``
+    (holding ``secret``) run the provider against the server.
+    """
+
+    params: Callable
+    creds: dict
+    secret: str
+    region: str
+    route: Callable
+    repeating: Callable
+    repeated_words: str
+    record: Callable
+    malformed: Callable
+    malformed_words: str
+
+
+def _lambda_record(instance_id, good):
+    return lambda_instance(instance_id, ["leaf", "spine"]) if good else \
+        {"id": instance_id, "networkPath": [{"id": 7}], "nvlink": None}
+
+
+def _gcp_record(instance_id, good):
+    if good:
+        return gcp_instance(instance_id, f"vm-{instance_id}", "c1", "b1", "leaf")
+    record = gcp_instance(instance_id, f"vm-{instance_id}")
+    record["resourceStatus"] = {"physicalHostTopology": {"cluster": "c1", "block": ["b1"], "subblock": "leaf"}}
+    return record
+
+
+def _gcp_route(records):
+    return lambda request: gcp_instance_list(records)
+
+
+def _nscale_record(instance_id, good):
+    return {"instance_id": instance_id, "network_node_path": ["spine", "leaf"] if good else ["spine", 7],
+            "block_id": None}
+
+
+CONTRACT = {
+    "lambda": CloudCase(
+        params=lambda_params, creds={"token": LAMBDA_TOKEN}, secret=LAMBDA_TOKEN, region="us-east-3",
+        route=lambda records: lambda request: lambda_envelope(records),
+        repeating=lambda records: lambda request: lambda_envelope(records, token="same"),
+        repeated_words="page token 'same' twice",
+        record=_lambda_record,
+        malformed=lambda request: json_reply([lambda_instance("i-a", ["l"])]),  # a bare list: no envelope
+        malformed_words="expected the envelope {data: [...], page_token}"),
+    "gcp": CloudCase(
+        params=gcp_params, creds={"access_token": GCP_TOKEN}, secret=GCP_TOKEN, region=GCP_ZONE,
+        route=_gcp_route,
+        repeating=lambda records: lambda request: gcp_instance_list(records, next_token="loop"),
+        repeated_words="page token 'loop' twice",
+        record=_gcp_record,
+        malformed=lambda request: json_reply({"items": {"not": "a list"}}),
+        malformed_words="items is not a list"),
+    "nscale": CloudCase(
+        params=nscale_params, creds={"token": NSCALE_TOKEN}, secret=NSCALE_TOKEN, region="glomfjord",
+        route=nscale_offset_route,
+        repeating=lambda records: lambda request: json_reply(records),  # a server that ignores the offset
+        repeated_words="returned the same instances again",
+        record=_nscale_record,
+        malformed=lambda request: json_reply({"items": []}),  # an object, not the documented list
+        malformed_words="expected a list of instance topologies"),
+}
