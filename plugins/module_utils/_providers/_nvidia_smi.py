@@ -450,14 +450,16 @@ def facts_of(node, value, where):
     return summarize(node, records, attached), False
 
 
-def apply_nvidia_smi_domains(topology, outputs, warn=None, require_domain=None, rack_trays=None, escalation=None):
+def apply_nvidia_smi_domains(topology, outputs, warn=None, require_domain=None, rack_trays=None, escalation=None,
+                             rack_from_name=None):
     """Set each node's accelerator domain and place from its nvidia-smi answer; returns ``topology``.
 
     ``outputs`` maps node -> raw output, a registered command result with ``stdout``, or gathered facts.
     Nodes the tree provider did not report are added without a switch, with a warning. A node with no
     multi-node domain keeps none (counted in the summary's ``nodes_without_domain``). ``require_domain``
     lists the nodes that must be in one (hostlist expressions, or ``all``); ``rack_trays`` the trays a full
-    rack has; ``escalation`` (``{trays, share}``, opt-in) takes a rack with that many bad trays out.
+    rack has; ``escalation`` (``{trays, share}``, opt-in) takes a rack with that many bad trays out;
+    ``rack_from_name`` (a compiled pattern with a group ``rack``) reads the rack a node's name gives.
     """
     if not isinstance(outputs, dict) or not outputs:
         raise TopologyError("accelerator.nvidia_smi must map each node to its nvidia-smi output")
@@ -490,6 +492,8 @@ def apply_nvidia_smi_domains(topology, outputs, warn=None, require_domain=None, 
         warn(f"{len(added)} nodes with nvidia-smi output are not in the {len(topology.nodes) - len(added)}-node tree "
              f"and get no switch: {hostlist.compress(added)}")
     _report_contradictions(topology, declared, warn)
+    if rack_from_name is not None:
+        _report_names(topology, rack_from_name, warn)
     topology.rack_trays = rack_trays or topology.rack_trays
     if escalation:
         escalate_racks(topology, escalation)
@@ -550,6 +554,24 @@ def _report_contradictions(topology, declared, warn):
             warn(f"NVLink domain {clique} contradicts the provider's domains: its nodes are {found}")
 
 
+def _report_names(topology, pattern, warn):
+    """A node whose name puts it in another rack than its hardware does: each hardware rack's name-rack is
+    what most of its trays' names say; every tray whose name says otherwise is named, with both racks."""
+    for rack in topology.racks():
+        named = {}
+        for tray in rack["trays"]:
+            match = pattern.fullmatch(tray["node"])
+            if match is not None and match.group("rack") is not None:
+                named.setdefault(match.group("rack"), []).append(tray["node"])
+        if len(named) < 2:
+            continue
+        usual = max(named, key=lambda name: (len(named[name]), name))
+        for name, nodes in sorted(named.items()):
+            if name != usual:
+                warn(f"{hostlist.compress(nodes)}: the name says rack {name}, the hardware says rack {rack_name(rack)}, "
+                     f"whose other trays are named for rack {usual} ({hostlist.compress(named[usual])})")
+
+
 def apply_accelerator(topology, spec, warn=None):
     """``params.accelerator`` of any provider, validated by its spec (``_specs.ACCELERATOR``):
     ``{source: nvidia_smi|nvidia-smi|none, nvidia_smi: {node: output}, require_domain, rack_trays}``."""
@@ -565,5 +587,13 @@ def apply_accelerator(topology, spec, warn=None):
                             f"{escalation['share']}")
     if escalation and escalation.get("trays") is None and escalation.get("share") is None:
         raise TopologyError("accelerator.rack_escalation needs trays or share")
+    pattern = None
+    if spec.get("rack_from_name"):
+        try:
+            pattern = re.compile(spec["rack_from_name"])
+        except re.error as exc:
+            raise TopologyError(f"accelerator.rack_from_name is not a regular expression: {exc}") from None
+        if "rack" not in pattern.groupindex:
+            raise TopologyError("accelerator.rack_from_name needs a named group (?P<rack>...) for the rack in a name")
     return apply_nvidia_smi_domains(topology, spec.get("nvidia_smi"), warn, spec.get("require_domain"),
-                                    spec.get("rack_trays"), spec.get("rack_escalation"))
+                                    spec.get("rack_trays"), spec.get("rack_escalation"), pattern)

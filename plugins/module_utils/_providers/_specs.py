@@ -50,6 +50,11 @@ ACCELERATOR = {
         "rack_trays": {"type": "int", "default": 18,
                        "description": "Trays of a full rack (18 for an NVL72): a rack, named by its NVLink domain and "
                                       "chassis serial number, that reports fewer is reported with the missing trays."},
+        "rack_from_name": {"type": "str",
+                           "description": "A regular expression with a named group `rack` that a node name matches "
+                                          "whole, such as `gb200-r(?P<rack>[0-9]+)-n[0-9]+`: a tray whose name puts "
+                                          "it in another rack than its hardware (NVLink domain and chassis) does is "
+                                          "reported with both racks."},
         "rack_escalation": {"type": "dict",
                             "description": "Opt-in: take a whole rack out of NVLink placement when this many of its "
                                            "trays are unhealthy or missing; its other trays are quarantined as "

@@ -242,3 +242,15 @@ def test_a_gathered_location_is_checked_like_the_platform_fields():
     _nvidia_smi.apply_nvidia_smi_domains(topology, {"gpu1": facts, "gpu2": {"nvlink": {}}})
     assert "contains white space" in topology.quarantined["gpu1"].reason and not topology.locations
     assert topology.nodes["gpu2"].domain is None
+
+
+def test_a_tray_whose_name_puts_it_in_another_rack_than_its_hardware_is_named_with_both():
+    nodes = shapes.rack("gb200-r05-n", UUID, "1821124000123", trays=4)
+    nodes["gb200-r06-n07"] = shapes.tray("gb200", slot=14, tray=4)  # cabled into rack 5's chassis
+    warnings = []
+    rack_discovery(nodes, warnings, rack_trays=5, rack_from_name=r"gb200-r(?P<rack>[0-9]+)-n[0-9]+")
+    assert warnings == [f"gb200-r06-n07: the name says rack 06, the hardware says rack {UUID}.32766 (chassis "
+                        "1821124000123), whose other trays are named for rack 05 (gb200-r05-n[01-04])"]
+    for pattern, message in (("gb200-r([0-9]+", "is not a regular expression"), ("r[0-9]+", "needs a named group")):
+        with pytest.raises(TopologyError, match=message):
+            rack_discovery(nodes, rack_from_name=pattern)

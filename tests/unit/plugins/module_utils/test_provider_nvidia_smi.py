@@ -144,7 +144,7 @@ def test_accelerator_source_none_and_bad_specs():
     with pytest.raises(TopologyError, match="provider inventory: params: value of source must be one of: nvidia_smi, nvidia-smi, none, got: kubernetes-label"):
         discover("inventory", dict(inventory, accelerator={"source": "kubernetes-label"}))
     with pytest.raises(TopologyError, match="provider inventory: params.accelerator has unknown keys: nvidiaSmi; known: "
-                                            "nvidia_smi, rack_escalation, rack_trays, require_domain, source"):
+                                            "nvidia_smi, rack_escalation, rack_from_name, rack_trays, require_domain, source"):
         discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi", "nvidiaSmi": {}}))
     with pytest.raises(TopologyError, match="accelerator.nvidia_smi must map each node"):
         discover("inventory", dict(inventory, accelerator={"source": "nvidia_smi"}))

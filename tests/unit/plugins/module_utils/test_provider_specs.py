@@ -62,7 +62,7 @@ def test_unknown_params_keys_are_errors_naming_provider_and_key(name):
     with pytest.raises(TopologyError, match=rf"^provider {name}: params has unknown keys: normalise_switch_names; known: "):
         validate(name, dict(MINIMAL[name], normalise_switch_names=True))
     with pytest.raises(TopologyError, match=rf"^provider {name}: params.accelerator has unknown keys: nvidiaSmi; known: "
-                                            "nvidia_smi, rack_escalation, rack_trays, require_domain, source$"):
+                                            "nvidia_smi, rack_escalation, rack_from_name, rack_trays, require_domain, source$"):
         validate(name, dict(MINIMAL[name], accelerator={"nvidiaSmi": {}}))
 
 

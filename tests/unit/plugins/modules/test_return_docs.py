@@ -63,3 +63,11 @@ def test_the_summary_count_is_documented_alike_where_the_module_has_a_summary_of
             counts[module.__name__.rsplit(".", 1)[-1]] = summary["contains"].get("quarantined")
     assert set(counts) == {"slurm_topology", "topology_info", "segment_capacity", "k8s_node_labels"}
     assert len({yaml.safe_dump(entry) for entry in counts.values()}) == 1 and counts["slurm_topology"]["type"] == "int"
+
+
+def test_the_racks_the_hardware_names_are_documented_alike_in_every_summary_that_returns_them():
+    # pylint: disable-next=import-outside-toplevel
+    from ansible_collections.aifactory.topology.plugins.modules import segment_capacity, topology_info
+    entries = {module.__name__: yaml.safe_load(module.RETURN)["summary"]["contains"].get("racks")
+               for module in (topology_info, segment_capacity)}
+    assert all(entries.values()) and len({yaml.safe_dump(entry) for entry in entries.values()}) == 1
