@@ -141,8 +141,10 @@ def nvlink_facts(node, run, fabric_health=True):
         fields = tuple(field for field in fields if field not in group)
     text, problem = _decoded(node, rc, stdout, stderr)
     if text is None:
-        return ({"unhealthy": problem} if problem and "not UTF-8" not in problem else
-                {"invalid": problem} if problem else {}), problem
+        if problem is None:  # no GPU
+            return {}, None
+        # A run that failed is the node's driver or GPUs (unhealthy); output that cannot be decoded is invalid.
+        return ({"unhealthy": problem} if rc != 0 else {"invalid": problem}), problem
     try:
         records, _attached = _nvidia_smi.parse(node, text, fields)
         query = {"fields": list(fields), "health": "query" if set(_nvidia_smi.HEALTH_FIELDS) <= set(fields) else None}
