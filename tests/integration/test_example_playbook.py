@@ -17,7 +17,7 @@ import slurm_testbed as testbed  # tools/ is on sys.path (tests/conftest.py)
 import yaml
 
 from tests.ansible_run import REPO, ansible_env, recap, run_playbook
-from tests.nvidia_smi_shapes import UNHEALTHY_TRAY
+from tests.nvidia_smi_shapes import UNHEALTHY_TRAY, csv, rack
 
 pytestmark = pytest.mark.playbook
 
@@ -149,6 +149,20 @@ def test_quarantined_nodes_are_named_in_the_summary_and_the_others_are_written(i
         "gb200-r01-n[12-18]", "gb200-r02-n[01-18]", "gb200-r03-n[01-18]", "gb200-r04-n[01-18]",
         "gb200-r05-n[01-12,14-18]", "gb200-r06-n[01-18]", None, "gb200-r08-n[01-18]"]
     assert "evil" not in topology and "gb200-r09" not in topology
+
+
+def test_racks_not_whole_are_named_in_the_summary(inventory):
+    """nvidia-smi's platform fields place rack 1's trays: one tray out of its fabric and one that reports
+    nothing make the rack not whole, and the summary says so (the same filter serves k8s.yml)."""
+    trays = rack("gb200-r01-n", "4b1d9c3e-7a25-4f60-9e8b-d2c5a7f01e36", "1821124000123", skip=(5,),
+                 changes={2: {"fabric__state": "In Progress"}})
+    edit_topology(inventory, lambda data: data["topology_provider"]["params"].update(
+        accelerator={"source": "nvidia_smi", "nvidia_smi": {node: csv(gpus) for node, gpus in trays.items()}}))
+    result, (_changed, failed) = run_site(inventory)
+    assert result.returncode == 0 and failed == 0, result.stdout + result.stderr
+    assert '"racks by hardware (domain, chassis): 1, not whole: 1",' in result.stdout, result.stdout
+    assert ('"  4b1d9c3e-7a25-4f60-9e8b-d2c5a7f01e36.32766 (chassis 1821124000123): 16 of 18 trays schedulable, '
+            'quarantined: gb200-r01-n03, missing: 1",') in result.stdout
 
 
 def test_bad_inventory_fails_naming_the_field_and_writes_nothing(inventory):

@@ -492,20 +492,23 @@ def apply_nvidia_smi_domains(topology, outputs, warn=None, require_domain=None, 
         warn(f"{len(added)} nodes with nvidia-smi output are not in the {len(topology.nodes) - len(added)}-node tree "
              f"and get no switch: {hostlist.compress(added)}")
     _report_contradictions(topology, declared, warn)
-    if rack_from_name is not None:
-        _report_names(topology, rack_from_name, warn)
     topology.rack_trays = rack_trays or topology.rack_trays
+    # One rack view for both: the names read no tray's state, and escalation reads the states as they were.
+    racks = topology.racks() if topology.locations and (rack_from_name is not None or escalation) else []
+    if rack_from_name is not None:
+        _report_names(racks, rack_from_name, warn)
     if escalation:
-        escalate_racks(topology, escalation)
+        escalate_racks(topology, escalation, racks)
     return topology
 
 
-def escalate_racks(topology, escalation):
+def escalate_racks(topology, escalation, racks):
     """Take every rack with at least ``escalation.trays`` (or ``share`` percent of its trays) unhealthy or
     missing out of NVLink placement: its remaining trays are quarantined as unhealthy, with one reason
     naming the rack, the count and the trays, so the block holds none of them, the opt-in drain and
-    taint act on them, and the shrink guard counts them. The next run without the fault restores them."""
-    for rack in topology.racks():
+    taint act on them, and the shrink guard counts them. The next run without the fault restores them.
+    ``racks`` is ``topology.racks()``, computed once by the caller."""
+    for rack in racks:
         if rack["domain"] is None:
             continue
         bad = [tray for tray in rack["trays"] if tray["state"] != "ok"]
@@ -554,10 +557,10 @@ def _report_contradictions(topology, declared, warn):
             warn(f"NVLink domain {clique} contradicts the provider's domains: its nodes are {found}")
 
 
-def _report_names(topology, pattern, warn):
+def _report_names(racks, pattern, warn):
     """A node whose name puts it in another rack than its hardware does: each hardware rack's name-rack is
     what most of its trays' names say; every tray whose name says otherwise is named, with both racks."""
-    for rack in topology.racks():
+    for rack in racks:
         named = {}
         for tray in rack["trays"]:
             match = pattern.fullmatch(tray["node"])
