@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from urllib.parse import quote
 
 import jwt
 import pytest
@@ -18,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from tests.fault_http import FaultServer
-from tests.integration.fake_apis import NO_WAIT, FakeHttpApi, discover, json_reply
+from tests.integration.fake_apis import NO_WAIT, FakeHttpApi, discover, json_reply, text_reply
 
 TENANCY = "ocid1.tenancy.oc1..aaaarptenancy"
 RESOURCE = "ocid1.containerinstance.oc1.phx.rp1"
@@ -188,3 +189,101 @@ def test_a_nebius_token_endpoint_token_that_cannot_be_sent_is_named_not_used(iss
         server.close()
     assert "nebius-imds-t0ken-5ec1" not in str(info.value) and "the value is not shown" in str(info.value)
     assert not server.requests  # never sent
+
+
+# -- Kubernetes: credentials registered with the scrubber where they are loaded ------------------------------------
+
+# Header-safe, awkward: quotes, %, +, /, =, a backslash; one value per form, so a leak names its form.
+KUBE_TOKENS = {form: f'kube-{form}-t0ken"q%2B+/=\\X' for form in ("kubeconfig", "token-file", "environment", "provider")}
+
+
+def echo_apiserver(request):
+    """A kube-apiserver (or a proxy in front of it) whose refusal quotes the request's Authorization header."""
+    seen = request.headers.get("authorization", "")
+    if request.path.startswith("/proxy"):
+        return text_reply(f"<html>401: {seen} refused</html>", status=401, content_type="text/html")
+    return json_reply({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized",
+                       "code": 401, "message": f"Unauthorized: {seen} ({quote(seen, safe='')}) is not valid"},
+                      status=401)
+
+
+def kubeconfig(tmp_path, server, user):
+    import yaml
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": server}}], "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+    return str(path)
+
+
+def k8s_node_labels_run(monkeypatch, auth):
+    from ansible_collections.aifactory.topology.plugins.modules import k8s_node_labels
+    from tests.unit.plugins.modules.module_runner import run_module
+
+    return run_module(k8s_node_labels, dict({"provider": {"name": "dra", "params": {}, "creds": auth}}, **auth),
+                      monkeypatch=monkeypatch)
+
+
+def assert_never_shown(secret, *texts):
+    from tests.integration.fake_apis import printed_forms
+
+    for form in printed_forms(secret) | {quote(secret, safe="")}:
+        for text in texts:
+            assert form not in text, f"the token appears as {form!r}"
+
+
+@pytest.mark.parametrize("form", ["kubeconfig", "token-file", "environment"])
+def test_a_kubernetes_token_an_api_server_echoes_is_never_in_the_module_failure(tmp_path, monkeypatch, form):
+    import json
+
+    token = KUBE_TOKENS[form]
+    server = FakeHttpApi(echo_apiserver)
+    for name in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        if form == "kubeconfig":
+            auth = {"kubeconfig": kubeconfig(tmp_path, server.url, {"token": token})}
+        elif form == "token-file":  # through a proxy whose HTML error page quotes it
+            (tmp_path / "token").write_text(token)
+            auth = {"kubeconfig": kubeconfig(tmp_path, f"{server.url}/proxy", {"tokenFile": str(tmp_path / "token")})}
+        else:  # what AWX's Kubernetes credential injects
+            monkeypatch.setenv("K8S_AUTH_HOST", server.url)
+            monkeypatch.setenv("K8S_AUTH_API_KEY", token)
+            auth = {}
+        result = k8s_node_labels_run(monkeypatch, auth)
+    finally:
+        server.close()
+    assert server.requests and all(request.headers["authorization"] == f"Bearer {token}" for request in server.requests)
+    assert result["failed"] and "HTTP 401" in result["msg"] and "********" in result["msg"], result["msg"]
+    assert_never_shown(token, result["msg"], json.dumps(result))
+
+
+def test_a_kubernetes_provider_error_never_shows_the_kubeconfig_token(tmp_path, monkeypatch):
+    token = KUBE_TOKENS["provider"]
+    server = FakeHttpApi(echo_apiserver)
+    monkeypatch.delenv("K8S_AUTH_API_KEY", raising=False)
+    try:
+        with pytest.raises(RemoteAPIError, match=r"HTTP 401 .*Unauthorized: \*{8}") as info:
+            discover("node_labels", {}, {"kubeconfig": kubeconfig(tmp_path, server.url, {"token": token})})
+    finally:
+        server.close()
+    assert_never_shown(token, str(info.value))
+
+
+def test_a_kubeconfig_client_key_is_registered_where_it_is_loaded(tmp_path):
+    """client-key-data never goes on the wire, but a message quoting the key file (a proxy, a library) is scrubbed."""
+    import base64
+
+    from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+
+    line = RP_KEY.splitlines()[1]
+    path = kubeconfig(tmp_path, "https://127.0.0.1:9", {
+        "client-certificate-data": base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n"
+                                                    b"-----END CERTIFICATE-----\n").decode(),
+        "client-key-data": base64.b64encode(RP_KEY.encode()).decode()})
+    with secrets.scope():
+        _k8s.configuration(_k8s.resolve_auth({"kubeconfig": path}, environ={}))
+        assert secrets.scrub(f"the key begins {line}") == "the key begins ********"
