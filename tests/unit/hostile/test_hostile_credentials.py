@@ -80,8 +80,8 @@ def test_resource_principal_2_1_signs_with_the_session_token_of_its_endpoints(re
 
 @pytest.mark.parametrize("endpoint", ["rpt", "rpst"])
 @pytest.mark.parametrize("fault", ["huge", "html"])
-def test_a_huge_token_endpoint_answer_is_refused_in_bounded_memory_naming_the_source(resource_principal, endpoint,
-                                                                                       fault):
+def test_a_huge_token_endpoint_answer_is_refused_in_bounded_memory_naming_the_source(
+        resource_principal, endpoint, fault):
     """The SDK read the token endpoints' answers whole (a 1 GB body took gigabytes): now 256 KiB at most."""
     service = FakeHttpApi(ResourcePrincipalService())
     try:
