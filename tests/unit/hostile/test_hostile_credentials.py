@@ -154,6 +154,92 @@ def test_a_token_endpoint_refusal_names_the_status_without_the_tokens(resource_p
     assert SPST not in str(info.value)
 
 
+class InstanceForResourcePrincipal(ResourcePrincipalService):
+    """Version 1.1's other half on the same server: the instance metadata service (``/opc/v2``: a leaf
+    certificate naming the tenancy, its key, an intermediate, the region, the instance id) and the federation
+    endpoint (``/v1/x509``), whose token signs the request for the resource principal token (RPT path
+    ``/20180711/resourcePrincipalToken/<instance id>``)."""
+
+    INSTANCE = "ocid1.instance.oc1.phx.rp-host"
+
+    def __init__(self, **replies):
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.x509.oid import NameOID
+
+        super().__init__(**replies)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        span = datetime.timedelta(hours=1)
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, self.INSTANCE),
+                          x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"opc-tenant:{TENANCY}")])
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - span).not_valid_after(now + span)
+                .sign(key, hashes.SHA256()))
+        pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+        self.documents = {"/opc/v2/instance/region": "us-phoenix-1", "/opc/v2/instance/id": self.INSTANCE,
+                          "/opc/v2/identity/cert.pem": pem, "/opc/v2/identity/intermediate.pem": pem,
+                          "/opc/v2/identity/key.pem": key.private_bytes(
+                              serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                              serialization.NoEncryption()).decode()}
+        self.instance_token = jwt.encode({"sub": self.INSTANCE, "res_tenant": TENANCY,
+                                          "exp": int(time.time()) + 3600}, "the fake federation's key of 32 bytes",
+                                         algorithm="HS256")
+
+    def __call__(self, request):
+        if request.path.startswith("/opc/v2/"):
+            return text_reply(self.documents[request.path]) if request.path in self.documents else \
+                json_reply({"code": "NotFound"}, status=404)
+        if request.path == "/v1/x509":
+            return json_reply({"token": self.instance_token})
+        if request.path == f"/20180711/resourcePrincipalToken/{self.INSTANCE}":
+            return self.replies.get("rpt") or json_reply({"resourcePrincipalToken": RPT,
+                                                          "servicePrincipalSessionToken": SPST})
+        return super().__call__(request)
+
+
+def resource_principal_1_1(monkeypatch, server, rpt_url):
+    monkeypatch.setenv("OCI_METADATA_BASE_URL", f"{server.url}/opc/v2")
+    for name, value in {"VERSION": "1.1", "RPT_ENDPOINT": rpt_url, "RPST_ENDPOINT": server.url}.items():
+        monkeypatch.setenv(f"OCI_RESOURCE_PRINCIPAL_{name}", value)
+    for name in ("RPT_PATH", "RPT_ID"):
+        monkeypatch.delenv(f"OCI_RESOURCE_PRINCIPAL_{name}", raising=False)
+
+
+def test_resource_principal_1_1_federates_the_instance_then_signs_with_the_session_token(monkeypatch):
+    service = InstanceForResourcePrincipal()
+    server = FakeHttpApi(service)
+    try:
+        resource_principal_1_1(monkeypatch, server, server.url)
+        discover("oci", oci_params(server.url, federation_url=f"{server.url}/v1/x509"),
+                 {"auth": "resource_principal"})
+    finally:
+        server.close()
+    rpt = [request for request in server.requests if request.path.startswith("/20180711/")]
+    assert rpt and f'keyId="ST${service.instance_token}"' in rpt[0].headers["authorization"]
+    assert "/opc/v2/instance/id" in server.paths() and "/v1/resourcePrincipalSessionToken" in server.paths()
+    api = [request for request in server.requests if "availabilityDomains" in request.path]
+    assert api and f'keyId="ST${SESSION}"' in api[0].headers["authorization"]
+    assert api[0].query == {"compartmentId": TENANCY}
+
+
+def test_resource_principal_1_1_refuses_a_huge_token_endpoint_answer_naming_it(monkeypatch):
+    server = FakeHttpApi(InstanceForResourcePrincipal())
+    try:
+        with FaultServer(every_path="huge") as faults:
+            resource_principal_1_1(monkeypatch, server, faults.url())
+            with pytest.raises(RemoteAPIError) as info:
+                discover("oci", oci_params(server.url, federation_url=f"{server.url}/v1/x509", timeout=30,
+                                           discovery_timeout=60), {"auth": "resource_principal"})
+    finally:
+        server.close()
+    assert str(info.value).startswith("oci creds (resource_principal 1.1): the token endpoints")
+    assert f"/20180711/resourcePrincipalToken/{InstanceForResourcePrincipal.INSTANCE}: the response is larger than " \
+           "262144 bytes; refused" in str(info.value)
+
+
 def test_resource_principal_1_1_reads_the_metadata_through_the_bounded_client(resource_principal, monkeypatch):
     """Version 1.1 federates the instance's certificate first: the collection's bounded instance principal."""
     with FaultServer() as faults:
