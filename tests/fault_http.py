@@ -54,7 +54,8 @@ def gzip_bomb(size=1 << 28):
 class FaultServer:
     """``with FaultServer() as server: server.url("/drip")``; ``requests`` counts what was served."""
 
-    def __init__(self):
+    def __init__(self, every_path=None):
+        """``every_path``: the fault every path gets (for a client that sends its own paths to a bare host)."""
         self.requests = []
         self._stop = threading.Event()
         server = self
@@ -72,7 +73,7 @@ class FaultServer:
                     self.rfile.read(length)  # a POST's or PUT's body, so the connection stays in step
                 parsed = urlparse(self.path)
                 # The first path segment picks the fault, so a provider's own path can follow it.
-                fault = parsed.path.strip("/").split("/")[0]
+                fault = every_path or parsed.path.strip("/").split("/")[0]
                 handler = getattr(server, "_" + fault.replace("-", "_"), None)
                 if handler is None:
                     self.send_error(404)

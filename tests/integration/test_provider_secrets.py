@@ -187,3 +187,38 @@ def test_the_inventory_plugin_logs_no_instance_credentials_in_the_controller(fak
     assert '"n1"' in outputs[2], outputs[2]
     _assert_nowhere([INSTANCE_CREDS["SecretAccessKey"], INSTANCE_CREDS["Token"], IMDS_SESSION_TOKEN],
                     *outputs, log.read_text(errors="replace"))
+
+
+@pytest.mark.playbook
+def test_a_kubeconfig_token_an_api_server_echoes_is_not_in_the_output_or_the_log(fake_http, tmp_path):
+    """A Kubernetes module's failure (k8s_node_labels, a dra provider on the same kubeconfig) at -vvv with log_path."""
+    token = 'kube-t0ken"q%2B+/=\\LOG'
+
+    def apiserver(request):
+        seen = request.headers.get("authorization", "")
+        return text_reply(json.dumps({"kind": "Status", "status": "Failure", "reason": "Unauthorized", "code": 401,
+                                      "message": f"Unauthorized: {seen} ({quote(seen, safe='')})"}), status=401,
+                          content_type="application/json")
+
+    server = fake_http(apiserver)
+    config = tmp_path / "kubeconfig"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": server.url}}], "users": [{"name": "u", "user": {"token": token}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+    playbook = tmp_path / "labels.yml"
+    playbook.write_text(yaml.safe_dump([{"name": "Labels", "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Label the nodes", "aifactory.topology.k8s_node_labels": {
+            "provider": {"name": "dra", "params": {}, "creds": {"kubeconfig": str(config)}},
+            "kubeconfig": str(config)}, "register": "labelled", "ignore_errors": True},
+        {"name": "Show the result", "ansible.builtin.debug": {"var": "labelled"}}]}]))
+    log = tmp_path / "ansible.log"
+    result = run_playbook("-vvv", "-i", "localhost,", "-c", "local",
+                          "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", playbook, timeout=300,
+                          env=_clean_environment(tmp_path, ANSIBLE_LOG_PATH=str(log)))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and re.search(r"failed=0 .*ignored=1", output), output
+    assert server.requests and "HTTP 401 Unauthorized: Unauthorized: ********" in output, output
+    logged = log.read_text(errors="replace")
+    assert "HTTP 401 Unauthorized: Unauthorized: ********" in logged
+    _assert_nowhere([token], output, logged)

@@ -35,6 +35,8 @@ from __future__ import annotations
 import contextlib
 import traceback
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
+
 
 class AifactoryTopologyError(Exception):
     """Base of every error this collection raises on purpose; the message is for the user."""
@@ -117,10 +119,13 @@ def failing_cleanly(module):
     ansible-playbook shows with ``-vvv``. ``exit_json`` and ``fail_json`` end the module with
     SystemExit, which passes through.
     """
-    try:
-        yield
-    except AifactoryTopologyError as exc:
-        module.fail_json(msg=str(exc))
-    except Exception as exc:  # pylint: disable=broad-exception-caught  # reported, with its traceback
-        module.fail_json(msg=f"unexpected error in aifactory.topology ({type(exc).__name__}): {exc}; "
-                             "the traceback is shown with -vvv", exception=traceback.format_exc())
+    # One registry of the task's secrets (a Kubernetes token from a kubeconfig, say): its failure is scrubbed of them.
+    with _secrets.scope():
+        try:
+            yield
+        except AifactoryTopologyError as exc:
+            module.fail_json(msg=_secrets.scrub(str(exc)))
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # reported, with its traceback
+            module.fail_json(msg=_secrets.scrub(f"unexpected error in aifactory.topology ({type(exc).__name__}): "
+                                                f"{exc}; the traceback is shown with -vvv"),
+                             exception=_secrets.scrub(traceback.format_exc()))

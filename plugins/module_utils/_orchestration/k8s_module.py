@@ -9,6 +9,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._transport impo
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
 
 # Doc fragment k8s_labels: the label keys k8s_node_labels writes and k8s_scheduler_topology names as levels.
@@ -53,7 +54,7 @@ def run(module, work, warnings=None):
         except PartialWrite as exc:
             if warnings is not None:
                 exc.result.setdefault("summary", {})["warnings"] = warnings
-            module.fail_json(msg=str(exc), **exc.result)
+            module.fail_json(msg=_secrets.scrub(str(exc)), **exc.result)
     if warnings is not None:
         result["summary"]["warnings"] = warnings
     module.exit_json(**result)

@@ -62,8 +62,9 @@ def discover(params, creds, warn):
     try:
         from nebius.api.nebius.compute.v1 import InstanceServiceClient
 
-        if not isinstance(credentials, str) and hasattr(credentials, "read"):  # a service-account key
-            _token(sdk, params)
+        if not isinstance(credentials, str):  # a service-account key, or the metadata service's token endpoint
+            _token(sdk, params, "creds.token_endpoint" if creds.get("token_endpoint") and not hasattr(
+                credentials, "read") else "the configured credentials")
 
         service = InstanceServiceClient(sdk)
         for instance in paginate(lambda page: _page(service, params, project, size, page)):
@@ -196,12 +197,13 @@ def _page(service, params, project, size, page):
     return list(response.items), response.next_page_token
 
 
-def _token(sdk, params):
-    """Get the exchanged token first, so a refused key says so (the SDK would retry it until the
-    call's deadline); the message names the failure, never the key or a token."""
+def _token(sdk, params, source):
+    """Get the token first (exchanged for a key, or from the token endpoint), so a refused key says so (the SDK
+    would retry it until the call's deadline) and a token gRPC could not send is named by ``source``; the
+    message names the failure, never the key or a token."""
     timeout = attempt_budget(_cloud.client_settings(params)["timeout"])
     if timeout <= 0:
-        raise RemoteAPIError("Nebius: no access token from the configured credentials: the discovery deadline has "
+        raise RemoteAPIError(f"Nebius: no access token from {source}: the discovery deadline has "
                              "passed")
     try:
         token = sdk.get_token_sync(timeout)
@@ -213,14 +215,14 @@ def _token(sdk, params):
         reason = f"gRPC {name}: {details}" if name != "UNKNOWN" else (
             f"{type(exc).__name__}: the token service refused the key or did not answer within "
             f"{timeout:g} s")
-        raise RemoteAPIError(f"Nebius: no access token from the configured credentials ({_secrets.scrub(reason)})",
+        raise RemoteAPIError(f"Nebius: no access token from {source} ({_secrets.scrub(reason)})",
                              name if name != "UNKNOWN" else None) from None
     value = getattr(token, "token", None)
     _secrets.register(value)
     # gRPC would refuse a token with a line break with an error about the metadata: say what is wrong with it.
     problem = "is empty or not text" if not isinstance(value, str) or not value else credential_problem(value)
     if problem:
-        raise RemoteAPIError(f"Nebius: the token the configured credentials gave is not usable: it {problem} "
+        raise RemoteAPIError(f"Nebius: the token {source} gave is not usable: it {problem} "
                              "(the value is not shown)")
 
 

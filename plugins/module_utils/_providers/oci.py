@@ -23,9 +23,11 @@ certificate exchanged for a token at the federation endpoint) and ``resource_pri
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
@@ -117,9 +119,7 @@ def credentials(oci, creds, params, region):
         if auth == "instance_principal":
             return _instance_principal(oci, params)
         if auth == "resource_principal":
-            signer = _within(params, "the resource principal signer (OCI_RESOURCE_PRINCIPAL_*)",
-                             oci.auth.signers.get_resource_principals_signer)
-            return {}, signer, signer.tenancy_id
+            return _resource_principal(oci, params)
     except TopologyError:
         raise
     except (oci.exceptions.InvalidPrivateKey, ValueError, TypeError) as exc:
@@ -151,6 +151,152 @@ def _within(params, what, function):
         raise RemoteAPIError(f"{what}: no result within {budget:g} s") from None
 
 
+# -- resource principal: the OCI_RESOURCE_PRINCIPAL_* environment ------------------------------------------------
+
+RP_ENV = "OCI_RESOURCE_PRINCIPAL_"
+RP_TOKEN_VERSIONS = ("1.1", "2.1", "2.1.1", "2.1.2")
+# The SDK's path of the resource principal token for version 1.1 (OCI_RESOURCE_PRINCIPAL_RPT_PATH overrides it).
+RPT_PATH_TEMPLATE = "/20180711/resourcePrincipalToken/{id}"
+
+
+def _resource_principal(oci, params):
+    """``({}, signer, tenancy)`` from the ``OCI_RESOURCE_PRINCIPAL_*`` environment.
+
+    Versions 1.1 and 2.1 (2.1.1, 2.1.2) fetch a resource principal token and a service principal session token
+    from the RPT endpoint, then exchange them at the RPST endpoint for the session token. The SDK's signers do
+    both with its default retries over an unbounded session (1.1 reaches the metadata service and the
+    federation endpoint with the SDK's instance principal first). Here the SDK's signer runs without retries
+    over a bounded session (MAX_CREDENTIAL_BYTES per answer, no redirect to another host) under the collection's
+    retry policy, 1.1's instance principal is the collection's bounded one, and the session token is checked
+    as the federation's is. Other versions (2.2: the token and key from the environment or files) are the SDK's.
+    """
+    version = (os.environ.get(RP_ENV + "VERSION") or "").strip()
+    if version not in RP_TOKEN_VERSIONS:
+        signer = _within(params, f"the resource principal signer (OCI_RESOURCE_PRINCIPAL_* version {version or 'unset'})",
+                         oci.auth.signers.get_resource_principals_signer)
+        return {}, signer, signer.tenancy_id
+    auth = f"resource_principal {version}"
+    rpt_endpoint = _rp_setting("RPT_ENDPOINT", auth)
+    if version == "1.1":
+        make, tenancy = _rp_v1_1_signer(oci, params, auth, rpt_endpoint)
+    else:
+        make, tenancy = _rp_v2_1_signer(oci, params, auth, version, rpt_endpoint), None
+    rpst_endpoint = _rp_setting("RPST_ENDPOINT", auth, required=False) or "the region's auth endpoint"
+    what = f"oci creds ({auth}): the token endpoints ({RP_ENV}RPT_ENDPOINT {rpt_endpoint}, {RP_ENV}RPST_ENDPOINT " \
+           f"{rpst_endpoint})"
+    signer = _retrying(oci, params, what, make, _token_answer_unusable)
+    container = getattr(signer, "security_token", None)
+    claims = _session_token(what, getattr(container, "security_token", None), getattr(container, "jwt", None))
+    tenancy = claims.get("res_tenant") or tenancy
+    if not isinstance(tenancy, str) or not tenancy:
+        raise RemoteAPIError(f"{what}: the session token names no tenancy (res_tenant); it is not shown")
+    return {}, signer, tenancy
+
+
+def _rp_setting(name, auth, required=True):
+    value = (os.environ.get(RP_ENV + name) or "").strip()
+    if required and not value:
+        raise TopologyError(f"oci creds ({auth}): the environment variable {RP_ENV}{name} is not set")
+    if value and name.endswith("_ENDPOINT"):
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/") or parts.query:
+            raise TopologyError(f"oci creds ({auth}): the environment variable {RP_ENV}{name} must be a scheme and "
+                                "host (https://host[:port]), without a path")
+    return value or None
+
+
+def _bounded_token_signer(oci, cls, params):
+    """``cls`` (an SDK resource principal signer) whose token client's session is bounded the moment it is made."""
+    settings = _cloud.client_settings(params)
+    verify, ca_bundle = _cloud.tls_settings(params)
+
+    class Bounded(cls):  # pylint: disable=too-few-public-methods
+        @property
+        def base_client(self):
+            return self.__dict__["base_client"]
+
+        @base_client.setter
+        def base_client(self, client):
+            client.session.verify = ca_bundle or verify
+            bound_session(client.session, settings["timeout"], MAX_CREDENTIAL_BYTES)
+            self.__dict__["base_client"] = client
+
+        # Each token registered with the scrubber the moment it arrives: a refusal may echo it.
+        def _get_resource_principal_token_and_service_principal_session_token(self):
+            tokens = super()._get_resource_principal_token_and_service_principal_session_token()
+            _secrets.register(*tokens)
+            return tokens
+
+        def _get_resource_principal_session_token(self):
+            token = super()._get_resource_principal_session_token()
+            _secrets.register(token)
+            return token
+
+    return Bounded
+
+
+def _rp_v2_1_signer(oci, params, auth, version, rpt_endpoint):
+    """A function that makes the version 2.1 signer (its two exchanges), the key checked first."""
+    from oci.auth.signers.ephemeral_resource_principals_v21_signer import (  # pylint: disable=import-outside-toplevel
+        EphemeralResourcePrincipalV21Signer)
+
+    rpst_endpoint = _rp_setting("RPST_ENDPOINT", auth)
+    resource_id = _rp_setting("RESOURCE_ID", auth)
+    tenancy = _rp_setting("TENANCY_ID", auth, required=version != "2.1")
+    key = _rp_setting("PRIVATE_PEM", auth)
+    passphrase = _rp_setting("PRIVATE_PEM_PASSPHRASE", auth, required=False)
+    # The key read before any exchange, so a wrong key is named as the key (credentials() words it).
+    EphemeralResourcePrincipalV21Signer.construct_session_key_supplier(key, passphrase)
+    signer = _bounded_token_signer(oci, EphemeralResourcePrincipalV21Signer, params)
+    return lambda: signer(
+        resource_principal_token_endpoint=rpt_endpoint, resource_principal_session_token_endpoint=rpst_endpoint,
+        resource_id=resource_id, tenancy_id=tenancy, private_key=key, private_key_passphrase=passphrase,
+        rp_version=version, region=_rp_setting("REGION", auth, required=False),
+        security_context=_rp_setting("SECURITY_CONTEXT", auth, required=False),
+        resource_principal_token_path=_rp_setting("RPT_PATH", auth, required=False),
+        retry_strategy=oci.retry.NoneRetryStrategy())
+
+
+def _rp_v1_1_signer(oci, params, auth, rpt_endpoint):
+    """``(a function that makes the version 1.1 signer, the instance's tenancy)``: the SDK's steps, with the
+    collection's bounded instance principal and metadata client in place of the SDK's own."""
+    import threading  # pylint: disable=import-outside-toplevel
+    from oci.auth.session_key_supplier import SessionKeySupplier  # pylint: disable=import-outside-toplevel
+    from oci.auth.signers.resource_principals_federation_signer import (  # pylint: disable=import-outside-toplevel
+        ResourcePrincipalsFederationSigner)
+    from oci.auth.signers.security_token_signer import SecurityTokenSigner  # pylint: disable=import-outside-toplevel
+
+    client = _metadata_client(params)
+    instance, tenancy, region = _instance_principal_signer(oci, params, client, auth)
+    rpt_id = _rp_setting("RPT_ID", auth, required=False)
+    if not rpt_id:
+        rpt_id = _metadata_get(client, "/instance/id", auth).strip().lower()
+        if not rpt_id or len(rpt_id) > 255 or not all(char.isascii() and (char.isalnum() or char in ".-_")
+                                                      for char in rpt_id):
+            raise RemoteAPIError(f"oci creds ({auth}): {METADATA} GET /instance/id: not an instance OCID: "
+                                 f"{clip(_secrets.scrub(rpt_id))}")
+    path = (_rp_setting("RPT_PATH", auth, required=False) or RPT_PATH_TEMPLATE).replace("{id}", rpt_id)
+    rpst_endpoint = _rp_setting("RPST_ENDPOINT", auth, required=False) or oci.regions.endpoint_for("auth", region)
+    bounded = _bounded_token_signer(oci, ResourcePrincipalsFederationSigner, params)
+
+    class Signer(bounded):  # pylint: disable=too-few-public-methods
+        def __init__(self):  # pylint: disable=super-init-not-called  # the SDK's own steps, but the parts above
+            self.resource_principal_token_path = path
+            self._reset_signers_lock = threading.Lock()
+            self.resource_principal_token_endpoint = rpt_endpoint
+            self.instance_principal_signer = instance
+            self.session_key_supplier = SessionKeySupplier()
+            self.region, self.tenancy_id = region, tenancy
+            self.resource_principal_session_token_endpoint = rpst_endpoint
+            self.retry_strategy = oci.retry.NoneRetryStrategy()
+            self.rpt = self.spst = None
+            self.base_client = oci.BaseClient("", {}, instance, {}, region_client=False, service_endpoint=rpt_endpoint)
+            self.rpst = self.get_security_token()
+            SecurityTokenSigner.__init__(self, self.rpst, self.session_key_supplier.get_key_pair()["private"])
+
+    return Signer, tenancy
+
+
 # -- instance principal: the metadata service's certificate, federated for a session token ---------------------
 
 def _instance_principal(oci, params):
@@ -163,6 +309,29 @@ def _instance_principal(oci, params):
     the retry policy, the deadline), the SDK's federation client runs without retries or circuit breaker
     over a bounded session, and what each returns is checked before the SDK reads it.
     """
+    signer, tenancy, _region = _instance_principal_signer(oci, params, _metadata_client(params), "instance_principal")
+    return {}, signer, tenancy
+
+
+def _metadata_client(params):
+    """The collection's HTTP client for the instance metadata service (MAX_CREDENTIAL_BYTES per document)."""
+    settings = _cloud.client_settings(params)
+    base = (os.environ.get(METADATA_ENV) or "").strip() or METADATA_BASE_URL
+    return HttpClient(base, headers={"Authorization": "Bearer Oracle"}, timeout=settings["timeout"],
+                      attempts=settings["attempts"], backoff=settings["backoff"],
+                      max_retry_after=settings["max_retry_after"], sleep=settings["sleep"],
+                      max_response_bytes=MAX_CREDENTIAL_BYTES)
+
+
+def _metadata_get(client, path, auth):
+    try:
+        return client.request("GET", path).text
+    except HttpError as exc:
+        raise RemoteAPIError(f"oci creds ({auth}): {METADATA} failed: {exc}", exc.status) from None
+
+
+def _instance_principal_signer(oci, params, client, auth):
+    """``(signer, tenancy, region)``: the metadata certificate federated for a session token, as ``auth`` needs."""
     from oci.auth.certificate_retriever import PEMStringCertificateRetriever  # pylint: disable=import-outside-toplevel
     from oci.auth.federation_client import X509FederationClient  # pylint: disable=import-outside-toplevel
     from oci.auth.session_key_supplier import SessionKeySupplier  # pylint: disable=import-outside-toplevel
@@ -170,22 +339,14 @@ def _instance_principal(oci, params):
         X509FederationClientBasedSecurityTokenSigner)
 
     settings = _cloud.client_settings(params)
-    base = (os.environ.get(METADATA_ENV) or "").strip() or METADATA_BASE_URL
-    client = HttpClient(base, headers={"Authorization": "Bearer Oracle"}, timeout=settings["timeout"],
-                        attempts=settings["attempts"], backoff=settings["backoff"],
-                        max_retry_after=settings["max_retry_after"], sleep=settings["sleep"],
-                        max_response_bytes=MAX_CREDENTIAL_BYTES)
-    documents = {}
-    for path in ("/instance/region", "/identity/cert.pem", "/identity/key.pem", "/identity/intermediate.pem"):
-        try:
-            documents[path] = client.request("GET", path).text
-        except HttpError as exc:
-            raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} failed: {exc}", exc.status) from None
+    documents = {path: _metadata_get(client, path, auth)
+                 for path in ("/instance/region", "/identity/cert.pem", "/identity/key.pem", "/identity/intermediate.pem")}
     _secrets.register(documents["/identity/key.pem"])
-    region = _metadata_region(oci, documents["/instance/region"])
-    leaf = _metadata_pem(documents["/identity/cert.pem"], "/identity/cert.pem", "CERTIFICATE")
-    key = _metadata_pem(documents["/identity/key.pem"], "/identity/key.pem", "PRIVATE KEY")
-    intermediate = _metadata_pem(documents["/identity/intermediate.pem"], "/identity/intermediate.pem", "CERTIFICATE")
+    region = _metadata_region(oci, documents["/instance/region"], auth)
+    leaf = _metadata_pem(documents["/identity/cert.pem"], "/identity/cert.pem", "CERTIFICATE", auth)
+    key = _metadata_pem(documents["/identity/key.pem"], "/identity/key.pem", "PRIVATE KEY", auth)
+    intermediate = _metadata_pem(documents["/identity/intermediate.pem"], "/identity/intermediate.pem", "CERTIFICATE",
+                                 auth)
     try:
         leaf_retriever = PEMStringCertificateRetriever(certificate_pem=leaf, private_key_pem=key)
         certificate = leaf_retriever.get_certificate_as_certificate()
@@ -193,7 +354,7 @@ def _instance_principal(oci, params):
         intermediate_retriever.get_certificate_as_certificate()
         tenancy = oci.auth.auth_utils.get_tenancy_id_from_certificate(certificate)
     except (ValueError, TypeError, RuntimeError, oci.exceptions.InvalidPrivateKey) as exc:
-        raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} GET /identity/*.pem: the leaf certificate, "
+        raise RemoteAPIError(f"oci creds ({auth}): {METADATA} GET /identity/*.pem: the leaf certificate, "
                              f"its key or the intermediate certificate is unusable ({type(exc).__name__}: a PEM "
                              "certificate naming the tenancy, opc-tenant:<ocid>, and its RSA key are needed)") from None
     endpoint = params.get("federation_url") or f"{oci.regions.endpoint_for('auth', region)}/v1/x509"
@@ -204,62 +365,35 @@ def _instance_principal(oci, params):
         cert_bundle_verify=(ca_bundle or True) if verify else False, retry_strategy=oci.retry.NoneRetryStrategy(),
         circuit_breaker_strategy=oci.circuit_breaker.NoCircuitBreakerStrategy())
     bound_session(federation.requests_session, settings["timeout"], MAX_CREDENTIAL_BYTES)
-    _federate(oci, params, federation, f"oci creds (instance_principal): the federation endpoint POST {endpoint}")
-    return {}, X509FederationClientBasedSecurityTokenSigner(federation), tenancy
+    _federate(oci, params, federation, f"oci creds ({auth}): the federation endpoint POST {endpoint}")
+    return X509FederationClientBasedSecurityTokenSigner(federation), tenancy, region
 
 
-def _metadata_region(oci, text):
+def _metadata_region(oci, text, auth):
     region = text.strip().lower()
     if not region or len(region) > 64 or not all(char.isascii() and (char.isalnum() or char == "-") for char in region):
-        raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} GET /instance/region: not a region name: "
+        raise RemoteAPIError(f"oci creds ({auth}): {METADATA} GET /instance/region: not a region name: "
                              f"{clip(_secrets.scrub(text))}")
     return oci.regions.REGIONS_SHORT_NAMES.get(region, region)
 
 
-def _metadata_pem(text, path, kind):
+def _metadata_pem(text, path, kind, auth):
     if not text.isascii() or "-----BEGIN" not in text or kind not in text:
-        raise RemoteAPIError(f"oci creds (instance_principal): {METADATA} GET {path}: not a PEM {kind.lower()} "
+        raise RemoteAPIError(f"oci creds ({auth}): {METADATA} GET {path}: not a PEM {kind.lower()} "
                              "(the content is not shown)")
     return text
 
 
 def _federate(oci, params, federation, what):
     """The session token, under the collection's retry policy; its shape checked (a JWT whose exp is ahead)."""
-    import jwt  # pylint: disable=import-outside-toplevel  # the OCI SDK's own dependency
-    from oci._vendor import requests as vendored  # pylint: disable=import-outside-toplevel
+    token = _retrying(oci, params, what, federation.refresh_security_token, _federation_unusable)
+    _session_token(what, token, getattr(getattr(federation, "security_token", None), "jwt", None))
+    return token
 
-    settings = _cloud.client_settings(params)
 
-    def attempt():
-        budget = attempt_budget(settings["timeout"])
-        if budget <= 0:
-            raise RemoteAPIError(f"{what}: the discovery deadline has passed")
-        try:
-            return call_within(federation.refresh_security_token, budget)
-        except TimeoutError:
-            raise RetryableError(f"no complete response within {budget:g} s") from None
-        except HttpError as exc:  # the bounded session's refusal: too large, a redirect to another host, the deadline
-            raise RemoteAPIError(f"oci creds (instance_principal): the federation endpoint: {exc}", exc.status) from None
-        except oci.exceptions.ServiceError as exc:
-            if exc.status == 429 or exc.status >= 500:
-                raise RetryableError(f"HTTP {exc.status}", retry_after_seconds((exc.headers or {}).get("Retry-After"))) \
-                    from None
-            raise RemoteAPIError(f"{what}: HTTP {exc.status} {_secrets.excerpt(exc.code, 100)}: "
-                                 f"{_secrets.excerpt(exc.message)}", exc.status) from None
-        except (vendored.exceptions.Timeout, vendored.exceptions.ConnectionError) as exc:
-            raise RetryableError(exc.__class__.__name__) from None
-        except vendored.exceptions.RequestException as exc:
-            raise RemoteAPIError(f"{what}: the request failed ({exc.__class__.__name__})") from None
-        except RuntimeError as exc:  # the SDK's words for a body without a token, or not JSON: never repeated
-            reason = "the response is not JSON" if "parse" in str(exc) else "the response has no token"
-            raise RemoteAPIError(f"{what}: {reason}") from None
-        except (jwt.exceptions.PyJWTError, ValueError, TypeError, AttributeError, KeyError) as exc:
-            raise RemoteAPIError(f"{what}: the token is not a JWT ({type(exc).__name__}); it is not shown") from None
-
-    token = call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
-                              max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
+def _session_token(what, token, claims):
+    """A session token's claims, once it is registered and checked: a JWT with a numeric exp ahead, sendable."""
     _secrets.register(token)
-    claims = getattr(getattr(federation, "security_token", None), "jwt", None)
     expires = claims.get("exp") if isinstance(claims, dict) else None
     if isinstance(expires, bool) or not isinstance(expires, (int, float)):
         raise RemoteAPIError(f"{what}: the token (a JWT) has no numeric exp claim; it is not shown")
@@ -267,7 +401,7 @@ def _federate(oci, params, federation, what):
         raise RemoteAPIError(f"{what}: the token has expired or expires within {TOKEN_JITTER} s (exp {expires:g})")
     if not isinstance(token, str) or credential_problem(token):
         raise RemoteAPIError(f"{what}: the token is not usable in a header; it is not shown")
-    return token
+    return claims
 
 
 def _api_key_config(oci, creds, region):
@@ -362,10 +496,25 @@ def _url(params, key, default, region):
 
 def _call(oci, params, what, function):
     """One SDK call under the collection's retry policy; errors name the call, never the credentials."""
+    return _retrying(oci, params, what, function, _api_unusable)
+
+
+def _retrying(oci, params, what, function, unusable):
+    """``function()`` (an SDK exchange) under the collection's one retry policy; ``what`` names its source.
+
+    Each attempt runs within ``params.timeout`` as a whole and the deadline (the SDK's timeouts bound each socket
+    read only). 429 and 5xx, a timeout or a dropped connection are retried; any other status is a RemoteAPIError
+    naming ``what`` and the status, with the server's code and message scrubbed and clipped; a refusal of the
+    bounded session (too large, a redirect to another host) names ``what`` and the request. ``unusable(exc)``
+    says what is wrong with an answer the SDK could not read (never quoting it), or None for an error that is not
+    about the answer.
+    """
+    import jwt  # pylint: disable=import-outside-toplevel  # the OCI SDK's own dependency
+    from oci._vendor import requests as vendored  # pylint: disable=import-outside-toplevel
+
     settings = _cloud.client_settings(params)
 
     def attempt():
-        # The SDK's timeouts bound each socket read: a total limit per attempt, as for HTTP.
         budget = attempt_budget(settings["timeout"])
         if budget <= 0:
             raise RemoteAPIError(f"{what}: the discovery deadline has passed")
@@ -373,22 +522,57 @@ def _call(oci, params, what, function):
             return call_within(function, budget)
         except TimeoutError:
             raise RetryableError(f"no complete response within {budget:g} s") from None
+        except HttpError as exc:  # the bounded session's refusal: too large, a redirect to another host, the deadline
+            head, colon, rest = str(exc).partition(": ")
+            raise RemoteAPIError(f"{what}: {rest if colon and head in what else exc}", exc.status) from None
         except oci.exceptions.ServiceError as exc:
             if exc.status == 429 or exc.status >= 500:
                 raise RetryableError(f"HTTP {exc.status}",
                                      retry_after_seconds((exc.headers or {}).get("Retry-After"))) from None
             raise RemoteAPIError(f"{what}: HTTP {exc.status}: {_secrets.excerpt(exc.code, 100)}: "
                                  f"{_secrets.excerpt(exc.message)}", exc.status) from None
-        except (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout) as exc:
-            text = str(exc)
-            reason = "ReadTimeout" if "Read timed out" in text else "ConnectTimeout" if isinstance(
-                exc, oci.exceptions.ConnectTimeout) or "timed out" in text else "connection error"
-            raise RetryableError(reason) from None
-        except ValueError as exc:  # the SDK could not deserialize the body
-            raise RemoteAPIError(f"{what}: the response is not the API's ({type(exc).__name__})") from None
+        except (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout, vendored.exceptions.Timeout,
+                vendored.exceptions.ConnectionError) as exc:
+            raise RetryableError(_connection_problem(oci, exc)) from None
+        except vendored.exceptions.RequestException as exc:
+            raise RemoteAPIError(f"{what}: the request failed ({type(exc).__name__})") from None
+        except (jwt.exceptions.PyJWTError, ValueError, TypeError, AttributeError, KeyError, RuntimeError) as exc:
+            reason = unusable(exc)
+            if reason is None:
+                raise
+            raise RemoteAPIError(f"{what}: {reason}") from None
 
     return call_with_retries(attempt, what, attempts=settings["attempts"], backoff=settings["backoff"],
                              max_retry_after=settings["max_retry_after"], sleep=settings["sleep"])
+
+
+def _connection_problem(oci, exc):
+    if not isinstance(exc, (oci.exceptions.RequestException, oci.exceptions.ConnectTimeout)):
+        return type(exc).__name__  # the vendored requests' own: ReadTimeout, ConnectionError, ...
+    text = str(exc)
+    return "ReadTimeout" if "Read timed out" in text else "ConnectTimeout" if isinstance(
+        exc, oci.exceptions.ConnectTimeout) or "timed out" in text else "connection error"
+
+
+def _api_unusable(exc):
+    """An Identity or Compute answer the SDK could not deserialize."""
+    return f"the response is not the API's ({type(exc).__name__})" if isinstance(exc, ValueError) else None
+
+
+def _federation_unusable(exc):
+    """The federation client's answer: the SDK's RuntimeError quotes the whole body, so it is never repeated."""
+    if isinstance(exc, RuntimeError):
+        return "the response is not JSON" if "parse" in str(exc) else "the response has no token"
+    return f"the token is not a JWT ({type(exc).__name__}); it is not shown"
+
+
+def _token_answer_unusable(exc):
+    """A resource principal token endpoint's answer (JSON holding the tokens) that the SDK could not read."""
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return "the response is not JSON"
+    if isinstance(exc, (KeyError, TypeError, AttributeError)):
+        return f"the response has no token ({type(exc).__name__}: a JSON object holding the tokens is needed)"
+    return f"the token is not a JWT ({type(exc).__name__}); it is not shown"
 
 
 def _hosts_page(oci, params, compute, compartment, availability_domain, limit, page):

@@ -32,6 +32,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     credential_problem,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import (  # noqa: F401  pylint: disable=unused-import
     AUTH_ARG_SPEC, AUTH_OPTIONS)
 
@@ -132,7 +134,37 @@ def configuration(auth):
             setattr(config, attribute, auth[option])
     if auth.get("validate_certs") is not None:
         config.verify_ssl = auth["validate_certs"]
+    register_credentials(config)
     return config, source
+
+
+# A client key file larger than this is no key: it is not read for the scrubber (the TLS library refuses it).
+MAX_KEY_BYTES = 1024 * 1024
+
+
+def register_credentials(config):
+    """Every credential ``config`` holds, registered with the run's scrubber (``_base/secrets``) where it is
+    loaded: the bearer token (``api_key``, a kubeconfig's ``token`` or ``tokenFile``, an exec plugin's, the
+    in-cluster service account's), a basic-auth password and the client key (a kubeconfig's
+    ``client-key-data`` is written by the library to a temporary file). An API server or proxy that echoes the
+    request's ``Authorization`` in its error body then never gets the token printed: ``request`` scrubs every
+    message it builds from a body, and the modules' failures are scrubbed too (``failing_cleanly``)."""
+    register_token(config)
+    if getattr(config, "username", None) and getattr(config, "password", None):
+        _secrets.register_basic_auth(config.username, config.password)
+    if getattr(config, "key_file", None):
+        try:
+            _secrets.register(_input_file.read_text(config.key_file, "client_key", path_is_secret=True,
+                                                    max_bytes=MAX_KEY_BYTES))
+        except _input_file.InputFileError:
+            pass  # not readable or not a key: the TLS library says so when it loads it
+
+
+def register_token(config):
+    """The bearer token ``config`` sends (``Bearer <token>`` and the token alone), registered with the scrubber."""
+    for value in (getattr(config, "api_key", None) or {}).values():
+        if isinstance(value, str):
+            _secrets.register(value, value.partition(" ")[2] if value.startswith("Bearer ") else value)
 
 
 def kubernetes_library():
@@ -171,10 +203,12 @@ def status_message(data):
     try:
         body = json.loads(data or b"{}")
     except (ValueError, RecursionError):
-        return {}, (data or b"")[:200].decode("utf-8", "replace")
+        # Scrubbed before it is clipped: a token cut in two by the clip could not be recognised afterwards.
+        return {}, _secrets.excerpt((data or b"")[:64 * 1024].decode("utf-8", "replace"))
     if not isinstance(body, dict):
-        return {}, str(body)[:200]
-    return body, body.get("message") or body.get("reason") or ""
+        return {}, _secrets.excerpt(str(body))
+    message = body.get("message") or body.get("reason") or ""
+    return body, _secrets.scrub(message) if isinstance(message, str) else message
 
 
 class K8sClient:
@@ -230,6 +264,8 @@ class K8sClient:
         method, url, headers = self.api.param_serialize(
             method, path, query_params=query_items or None, header_params=headers, auth_settings=["BearerToken"])[:3]
         what = f"{method} {path}"
+        # The token as sent: a refresh hook (an exec plugin, the service account's rotated token) may have renewed it.
+        register_token(self.api.configuration)
         budget = attempt_budget(self.timeout)
         if budget <= 0:
             raise K8sError(f"{what}: the discovery deadline has passed")
