@@ -219,7 +219,7 @@ def test_the_metadata_service_token_endpoint_gives_the_instance_token(fake_grpc,
     topology, _warnings = discover("nebius", params(server), {"token_endpoint": f"{metadata.url}/token"})
     assert topology.nodes["h100-01"].domain == "nvlgroup-1"
     # Fetched and checked once before the first call (a token gRPC cannot send is named), then by the call itself.
-    assert metadata.paths() == ["/token", "/token"] and server.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
+    assert metadata.paths() == ["/token"] and server.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
 
 
 def test_without_any_credential_the_forms_are_named(fake_grpc, monkeypatch):

@@ -63,8 +63,12 @@ def discover(params, creds, warn):
         from nebius.api.nebius.compute.v1 import InstanceServiceClient
 
         if not isinstance(credentials, str):  # a service-account key, or the metadata service's token endpoint
-            _token(sdk, params, "creds.token_endpoint" if creds.get("token_endpoint") and not hasattr(
-                credentials, "read") else "the configured credentials")
+            from_endpoint = creds.get("token_endpoint") and not hasattr(credentials, "read")
+            token = _token(sdk, params, "creds.token_endpoint" if from_endpoint else "the configured credentials")
+            if from_endpoint:
+                # The SDK's bearer asks the endpoint again for every call: the calls carry the token checked here.
+                sdk.sync_close(timeout=CLOSE_TIMEOUT)
+                sdk = _sdk(params, token)
 
         service = InstanceServiceClient(sdk)
         for instance in paginate(lambda page: _page(service, params, project, size, page)):
@@ -198,7 +202,7 @@ def _page(service, params, project, size, page):
 
 
 def _token(sdk, params, source):
-    """Get the token first (exchanged for a key, or from the token endpoint), so a refused key says so (the SDK
+    """The token, got first (exchanged for a key, or from the token endpoint), so a refused key says so (the SDK
     would retry it until the call's deadline) and a token gRPC could not send is named by ``source``; the
     message names the failure, never the key or a token."""
     timeout = attempt_budget(_cloud.client_settings(params)["timeout"])
@@ -224,6 +228,7 @@ def _token(sdk, params, source):
     if problem:
         raise RemoteAPIError(f"Nebius: the token {source} gave is not usable: it {problem} "
                              "(the value is not shown)")
+    return value
 
 
 def _status(error):
