@@ -17,8 +17,8 @@ PEM key), with ``MASK``.
 provider; ``excerpt`` scrubs text a server sent before it is clipped into a message (a secret cut in two
 by the clip could not be recognised afterwards).
 
-The registry lives for one discovery (``scope``): a long-running process (the inventory plugin in the
-controller, an event source) keeps no secret of an earlier run. Values shorter than ``MIN_LENGTH`` are
+The registry lives while a scope is open (``scope``: one discovery, or an event source's life): a
+long-running process (the inventory plugin in the controller) keeps no secret of an earlier run. Values shorter than ``MIN_LENGTH`` are
 not registered: masking every ``p`` of a message would make it unreadable and hide nothing.
 """
 
@@ -37,20 +37,28 @@ MIN_LENGTH = 4
 MIN_LINE_LENGTH = 16
 
 _lock = threading.Lock()
-_state = {"forms": None}  # the set of texts to mask in the scope in progress; None outside any scope
+# The texts to mask while any scope is open (None when none is), and how many scopes are open.
+_state = {"forms": None, "open": 0}
 
 
 @contextlib.contextmanager
 def scope():
-    """A registry for one discovery; a nested scope starts with what the outer one knows."""
+    """A registry for one discovery, or for an event source's life.
+
+    Scopes may nest, and overlap across threads and tasks (two event sources in one ansible-rulebook process):
+    a secret stays masked until the last open scope ends, never dropped while another scope may still print it.
+    """
     with _lock:
-        previous = _state["forms"]
-        _state["forms"] = set(previous or ())
+        _state["open"] += 1
+        if _state["forms"] is None:
+            _state["forms"] = set()
     try:
         yield
     finally:
         with _lock:
-            _state["forms"] = previous
+            _state["open"] -= 1
+            if not _state["open"]:
+                _state["forms"] = None
 
 
 def register(*values):

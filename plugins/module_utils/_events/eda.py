@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import math
 import threading
 import time
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
+from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base import slurm_states as _slurm_states
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
@@ -65,6 +67,24 @@ def _undefined_variable(value):
     if any(cls.__name__ == "Undefined" and cls.__module__.startswith("jinja2") for cls in type(value).__mro__):
         return getattr(value, "_undefined_name", None) or "?"
     return None
+
+
+def scrubbed(spec):
+    """A source's ``main`` run within its own secrets scope, for the source's whole life: its ``no_log`` options
+    and every credential it loads (a kubeconfig's token, what a request sends) are registered, so no log line or
+    error of it quotes one, and the error that ends it is scrubbed on its way to ansible-rulebook."""
+    def wrap(main):
+        @functools.wraps(main)
+        async def run(queue, args):
+            with _secrets.scope():
+                _secrets.register(*_arguments.no_log_values(args or {}, spec))
+                try:
+                    await main(queue, args)
+                except BaseException as exc:
+                    _secrets.scrub_exception(exc)
+                    raise
+        return run
+    return wrap
 
 
 def source_args(source, args, spec):

@@ -373,3 +373,28 @@ def test_a_kubeconfig_client_key_is_registered_where_it_is_loaded(tmp_path):
     with secrets.scope():
         _k8s.configuration(_k8s.resolve_auth({"kubeconfig": path}, environ={}))
         assert secrets.scrub(f"the key begins {line}") == "the key begins ********"
+
+
+def test_the_k8s_nodes_event_source_never_shows_the_token_an_api_server_echoes(tmp_path, monkeypatch):
+    """The event source runs within its own secrets scope: a list refused with the kubeconfig's token quoted ends the
+    source with an error that names the refusal, never the token."""
+    import asyncio
+
+    from ansible_collections.aifactory.topology.extensions.eda.plugins.event_source import k8s_nodes
+
+    token = KUBE_TOKENS["kubeconfig"]
+
+    def ready_then_echo(request):
+        return text_reply("ok") if request.path == "/readyz" else echo_apiserver(request)
+
+    server = FakeHttpApi(ready_then_echo)
+    for name in ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        with pytest.raises(RemoteAPIError, match=r"k8s_nodes: cannot list nodes: .*HTTP 401.*\*{8}") as info:
+            asyncio.run(k8s_nodes.main(asyncio.Queue(), {
+                "auth": {"kubeconfig": kubeconfig(tmp_path, server.url, {"token": token})}, "ready_timeout": 5}))
+    finally:
+        server.close()
+    assert any(request.path == "/api/v1/nodes" for request in server.requests)
+    assert_never_shown(token, str(info.value))

@@ -62,3 +62,16 @@ def test_an_exception_and_its_cause_are_scrubbed_in_place():
         except RuntimeError as outer:
             secrets.scrub_exception(outer)
             assert str(outer) == f"outer {secrets.MASK}" and secrets.MASK in str(outer.__cause__)
+
+
+def test_overlapping_scopes_keep_every_secret_until_the_last_one_ends():
+    """Two event sources in one ansible-rulebook process: the first to end must not unmask the other's secrets."""
+    first, second = secrets.scope(), secrets.scope()
+    first.__enter__()
+    secrets.register("first-source-secret")
+    second.__enter__()
+    secrets.register("second-source-secret")
+    first.__exit__(None, None, None)
+    assert secrets.scrub("second-source-secret") == secrets.MASK
+    second.__exit__(None, None, None)
+    assert secrets.scrub("second-source-secret first-source-secret") == "second-source-secret first-source-secret"
