@@ -168,9 +168,15 @@ def _resource_principal(oci, params):
     federation endpoint with the SDK's instance principal first). Here the SDK's signer runs without retries
     over a bounded session (MAX_CREDENTIAL_BYTES per answer, no redirect to another host) under the collection's
     retry policy, 1.1's instance principal is the collection's bounded one, and the session token is checked
-    as the federation's is. Other versions (2.2: the token and key from the environment or files) are the SDK's.
+    as the federation's is. Version 2.2 (the token and key from the environment or files, no request) is the
+    SDK's; 3.0 (nested: its parents' endpoints over the SDK's own sessions) is refused.
     """
     version = (os.environ.get(RP_ENV + "VERSION") or "").strip()
+    if version == "3.0":
+        # The nested signer reaches its parents' endpoints over sessions of its own that nothing here can bound.
+        raise TopologyError(f"oci creds (resource_principal 3.0): nested resource principals are not supported: "
+                            "their parent resources' token endpoints cannot be held to the collection's time and byte "
+                            "limits; give this resource's own principal (version 1.1, 2.1 or 2.2) instead")
     if version not in RP_TOKEN_VERSIONS:
         signer = _within(params, f"the resource principal signer (OCI_RESOURCE_PRINCIPAL_* version {version or 'unset'})",
                          oci.auth.signers.get_resource_principals_signer)

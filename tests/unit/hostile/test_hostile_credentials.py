@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.fault_http import FaultServer
 from tests.integration.fake_apis import NO_WAIT, FakeHttpApi, discover, json_reply, text_reply
 
@@ -198,6 +198,22 @@ class InstanceForResourcePrincipal(ResourcePrincipalService):
             return self.replies.get("rpt") or json_reply({"resourcePrincipalToken": RPT,
                                                           "servicePrincipalSessionToken": SPST})
         return super().__call__(request)
+
+
+def test_nested_resource_principals_are_refused_before_any_request(monkeypatch):
+    """Version 3.0 would reach its parents' token endpoints over the SDK's own sessions, which nothing bounds."""
+    service = FakeHttpApi(ResourcePrincipalService())
+    try:
+        for name, value in {"VERSION": "3.0", "VERSION_FOR_LEAF_RESOURCE": "2.1",
+                            "RPT_URL_FOR_PARENT_RESOURCE": f"{service.url}/parent",
+                            "RPST_ENDPOINT_FOR_PARENT_RESOURCE": service.url}.items():
+            monkeypatch.setenv(f"OCI_RESOURCE_PRINCIPAL_{name}", value)
+        with pytest.raises(TopologyError, match=r"oci creds \(resource_principal 3\.0\): nested resource principals "
+                                                r"are not supported: .* give this resource's own principal"):
+            discover("oci", oci_params(service.url), {"auth": "resource_principal"})
+    finally:
+        service.close()
+    assert service.requests == []
 
 
 def resource_principal_1_1(monkeypatch, server, rpt_url):
