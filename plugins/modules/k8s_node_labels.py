@@ -43,14 +43,17 @@ options:
     default: true
   max_node_loss:
     description:
-      - Guard against a mass quarantine. The managed labels of quarantined nodes (see C(provider.params.invalid_nodes))
-        are removed, so topology-aware schedulers do not count them; when they are more than this percentage of the
-        listed nodes that carry managed labels, the task fails before any write, unless O(force) is set.
+      - Guard against a mass removal. The managed labels of quarantined nodes (see C(provider.params.invalid_nodes))
+        are removed, so topology-aware schedulers do not count them, and with O(clean_absent_nodes) those of nodes
+        gone from the topology; when the nodes losing their labels are more than this percentage of the listed nodes
+        that carry managed labels, the task fails before any write, unless O(force) is set.
       - A number from 0 to 100.
     type: float
     default: 10
   force:
-    description: Remove the labels of quarantined nodes (and taint them) even beyond O(max_node_loss) (with a warning).
+    description:
+      - Remove the labels of quarantined nodes and of nodes gone from the topology (and taint the unhealthy ones)
+        even beyond O(max_node_loss) (with a warning).
     type: bool
     default: false
   taint_unhealthy:

@@ -19,7 +19,7 @@ description:
     source C(kubernetes labels)) and gets no C(NodeFeature); the other nodes are written.
   - Managed objects that the topology no longer gives are deleted (O(cleanup)). A topology that gives no
     node any attribute is an error, so an empty discovery never deletes the last good objects, and the objects
-    of quarantined nodes are deleted only within O(max_node_loss).
+    of quarantined nodes and of nodes gone from the topology are deleted only within O(max_node_loss).
   - nfd-master turns the attributes into node labels through C(NodeFeatureRule) objects; the collection ships
     one, C(files/nfd/topograph-labels.nodefeaturerule.yaml), that gives the nodes exactly the labels of
     M(aifactory.topology.k8s_node_labels) with its default keys. C(NodeFeatureGroup) needs nfd-master's
@@ -49,15 +49,18 @@ options:
     default: true
   max_node_loss:
     description:
-      - Guard against a mass quarantine. The C(NodeFeature) of a quarantined node (see
-        C(provider.params.invalid_nodes)) is deleted with O(cleanup), so nfd-master drops its labels; when those
-        are more than this percentage of the listed managed C(NodeFeature) objects (a fabric manager restarting,
-        every tray degraded), the task fails after the list and before any write, unless O(force) is set.
+      - Guard against a mass removal. The C(NodeFeature) of a quarantined node (see
+        C(provider.params.invalid_nodes)) or of a node gone from the topology is deleted with O(cleanup), so
+        nfd-master drops its labels; when those are more than this percentage of the listed managed C(NodeFeature)
+        objects (a fabric manager restarting, a provider that lost part of the fabric), the task fails after the
+        list and before any write, unless O(force) is set.
       - A number from 0 to 100; C(nan) and infinities are errors.
     type: float
     default: 10
   force:
-    description: Delete the C(NodeFeature) objects of quarantined nodes even beyond O(max_node_loss) (with a warning).
+    description:
+      - Delete the C(NodeFeature) objects of quarantined nodes and of nodes gone from the topology even beyond
+        O(max_node_loss) (with a warning).
     type: bool
     default: false
   no_topology_value:

@@ -110,7 +110,7 @@ def test_a_mass_quarantine_deletes_no_node_feature_unless_forced(nfd_crds, k8s_n
         domain["name"] = domain["name"].replace("rack", "rack:")
     refused = run_module(nfd_topology, args, monkeypatch)
     assert refused["failed"] and refused["msg"].startswith(
-        f"refusing to delete 6 of 8 listed NodeFeature objects, of quarantined nodes (75.0% > max_node_loss 10%): "
+        f"refusing to delete 6 of 8 listed NodeFeature objects, of quarantined nodes or nodes gone from the topology (75.0% > max_node_loss 10%): "
         f"{prefix}-r01-n[01-02],{prefix}-r02-n[01-02],{prefix}-r03-n[01-02]")
     assert versions(api, k8s_namespace) == stored
     forced = run_module(nfd_topology, dict(args, force=True), monkeypatch)

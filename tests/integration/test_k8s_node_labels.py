@@ -123,7 +123,7 @@ def test_bad_input_and_a_foreign_topology_write_nothing(k8s, admin, monkeypatch)
     params["domains"][1]["name"] = "rack:02"  # valid in Slurm, not as a label value: its 4 nodes are quarantined
     bad = run_module(k8s_node_labels, labels_args(k8s, test_id, params), monkeypatch)
     assert bad["failed"] and bad["msg"].startswith(  # half the labelled nodes: the guard writes nothing
-        f"refusing to remove the topology labels of 4 of 8 labelled nodes are quarantined (50.0% > max_node_loss 10%): "
+        f"refusing to remove the topology labels of 4 of 8 labelled nodes, quarantined or gone from the topology (50.0% > max_node_loss 10%): "
         f"{prefix}-r02-n[01-04]")
     foreign = run_module(k8s_node_labels, labels_args(k8s, test_id, gb200("other", racks=1, per_rack=2)), monkeypatch)
     assert foreign["failed"] and "none of the 8 listed nodes is in the topology" in foreign["msg"]

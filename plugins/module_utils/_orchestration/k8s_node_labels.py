@@ -45,7 +45,8 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
     """The k8s_node_labels module without Ansible: a result dict (changed, changed_nodes, changes, summary, diff).
 
     Quarantined nodes of the topology lose their managed labels whatever ``clean_absent_nodes`` says, so
-    topology-aware schedulers do not count them; the share is bounded by ``max_node_loss``. With
+    topology-aware schedulers do not count them; the share of labelled nodes that lose them (those and, with
+    ``clean_absent_nodes``, the nodes gone from the topology) is bounded by ``max_node_loss``. With
     ``taint_unhealthy`` the nodes quarantined as unhealthy get UNHEALTHY_TAINT (and UNHEALTHY_MARK); every other
     listed node that carries the mark (recovered, or the option turned off) has both taken off.
     """
@@ -59,17 +60,21 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
              + (" or do not match node_selector" if node_selector else "") + f": {hostlist.compress(missing)}")
     in_topology = len(desired) - len(missing)
     absent = [name for name in nodes if name not in desired]
+    gone = []
     if clean_absent_nodes:
-        labelled = [name for name in absent if keys.managed(nodes[name].labels)]
-        if labelled and in_topology == 0:
+        gone = [name for name in absent if keys.managed(nodes[name].labels)]
+        if gone and in_topology == 0:
             raise TopologyError(f"none of the {len(nodes)} listed nodes is in the topology; refusing to remove the "
-                                f"topology labels of {len(labelled)} nodes (wrong cluster, node_selector or topology?)")
-        desired.update({name: {} for name in labelled})
+                                f"topology labels of {len(gone)} nodes (wrong cluster, node_selector or topology?)")
+        desired.update({name: {} for name in gone})
     quarantined = [record.node for record in topology.quarantined.values() if record.node is not None]
     labelled = [name for name, node in nodes.items() if keys.managed(node.labels)]
-    shrink_guard.check_share([name for name in quarantined if name in nodes and keys.managed(nodes[name].labels)],
-                             len(labelled), "labelled nodes are quarantined", max_node_loss, force, warn,
-                             action="remove the topology labels of", acting="removing the topology labels of")
+    # One guard for every node that would lose its labels: a provider that lost half the fabric (no quarantine,
+    # just fewer nodes) must not strip half the cluster any more than a fabric manager restarting.
+    losing = sorted({name for name in quarantined if name in nodes and keys.managed(nodes[name].labels)} | set(gone))
+    shrink_guard.check_share(losing, len(labelled), "labelled nodes, quarantined or gone from the topology",
+                             max_node_loss, force, warn, action="remove the topology labels of",
+                             acting="removing the topology labels of")
     desired.update({name: {} for name in quarantined if name in nodes})
     changes = plan_node_changes(nodes, desired, keys)
     unhealthy = {record.node for record in topology.quarantined.values()

@@ -52,10 +52,12 @@ def reconcile(client, topology, namespace, options, cleanup=True, no_topology_va
     kinds = nfd.kinds(namespace)
 
     def guard(listed, deletes):  # after the lists, before the first write
-        shrink_guard.check_share(sorted(feature_of[name] for kind, name in deletes
-                                        if kind is kinds[0] and name in feature_of), len(listed[kinds[0]]),
-                                 "listed NodeFeature objects, of quarantined nodes", max_node_loss, force,
-                                 warn or (lambda message: None), action="delete", acting="deleting")
+        # Every NodeFeature deleted: of a quarantined node (named by it), or of a node gone from the topology.
+        shrink_guard.check_share(sorted(feature_of.get(name, name) for kind, name in deletes if kind is kinds[0]),
+                                 len(listed[kinds[0]]),
+                                 "listed NodeFeature objects, of quarantined nodes or nodes gone from the topology",
+                                 max_node_loss, force, warn or (lambda message: None), action="delete",
+                                 acting="deleting")
     desired = [(kinds[0], obj) for obj in features] + [(kinds[1], obj) for obj in groups]
     report = k8s_objects.reconcile(client, kinds, desired, options, cleanup, guard=guard)
     result = {"node_features": len(features), "node_feature_groups": len(groups)}

@@ -435,12 +435,30 @@ def test_a_tier_label_the_server_would_refuse_from_node_labels_quarantines_that_
 def test_values_the_server_would_refuse_on_many_nodes_count_for_the_shrink_guard_before_any_write():
     # A bad cluster UUID on a whole rack (18 of 72 labelled nodes): the guard refuses before any patch.
     topology = nvl72({f"node{1100 + n}": "3bd4c4b2:4a2c, 1\n" for n in range(1, 19)})
-    client = LabelledNodes({name: {"accelerator.topograph.run/domain": "nvl-1"} for name in
-                            [f"node{rack}{n:02d}" for rack in (11, 12, 13, 14) for n in range(1, 19)]})
-    with pytest.raises(TopologyError, match=r"^refusing to remove the topology labels of 18 of 72 labelled nodes are "
-                                            r"quarantined \(25.0% > max_node_loss 10%\): node\[1101-1118\]"):
+    listed = [f"node{rack}{n:02d}" for rack in (11, 12, 21, 22) for n in range(1, 19)]
+    assert sorted(listed) == sorted(set(topology.nodes) | {record.node for record in topology.quarantined.values()})
+    client = LabelledNodes({name: {"accelerator.topograph.run/domain": "nvl-1"} for name in listed})
+    with pytest.raises(TopologyError, match=r"^refusing to remove the topology labels of 18 of 72 labelled nodes, "
+                                            r"quarantined or gone from the topology \(25.0% > max_node_loss 10%\): "
+                                            r"node\[1101-1118\]"):
         reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
+
+
+def test_nodes_gone_from_the_topology_count_for_the_shrink_guard_before_any_write():
+    # The provider lost two racks (no quarantine, just fewer nodes): their 36 of 108 labelled nodes keep their labels.
+    topology = discover("simulation", {"model_path": str(MODELS / "nvl72.yaml")})
+    client = LabelledNodes({name: {"accelerator.topograph.run/domain": "nvl-1"} for name in
+                            [f"node{rack}{n:02d}" for rack in (11, 12, 13, 14, 21, 22) for n in range(1, 19)]})
+    with pytest.raises(TopologyError, match=r"^refusing to remove the topology labels of 36 of 108 labelled nodes, "
+                                            r"quarantined or gone from the topology \(33.3% > max_node_loss 10%\): "
+                                            r"node\[1301-1318,1401-1418\]; nothing was written"):
+        reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1))
+    assert client.writes() == []
+    # clean_absent_nodes: false leaves them, and nothing of theirs is counted.
+    reconcile_labels(client, topology, _labels.LabelKeys(), k8s_writer.WriteOptions(concurrency=1),
+                     clean_absent_nodes=False)
+    assert not set(client.patched()) & {f"node{rack}{n:02d}" for rack in (13, 14) for n in range(1, 19)}
 
 
 class NfdObjects(RecordingClient):
@@ -466,7 +484,7 @@ def test_nfd_topology_deletes_the_node_features_of_a_mass_quarantine_only_within
     params["accelerator"] = {"source": "nvidia_smi", "nvidia_smi": outputs}
     client = NfdObjects(existing)
     with pytest.raises(TopologyError, match=r"^refusing to delete 6 of 10 listed NodeFeature objects, of quarantined "
-                                            r"nodes \(60.0% > max_node_loss 10%\): gpu\[01-06\]; nothing was written"):
+                                            r"nodes or nodes gone from the topology \(60.0% > max_node_loss 10%\): gpu\[01-06\]; nothing was written"):
         reconcile_nfd(client, discover("inventory", params), "nfd", k8s_writer.WriteOptions(concurrency=1))
     assert client.writes() == []
     warnings = []
