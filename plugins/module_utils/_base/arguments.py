@@ -159,7 +159,11 @@ class ArgumentSpec:
         own = {key: value for key, value in (params or {}).items() if key in self.argument_spec}
         return validate(own, self.argument_spec, where, none_is_unset=True)
 
-    def build(self, params, where="options"):
-        """The ``options_class`` instance of this spec's options in ``params``: the one way to build it."""
+    def build(self, params, where="options", **given):
+        """The ``options_class`` instance of this spec's options in ``params``: the one way to build it.
+
+        ``given``: what the options class takes besides this spec's options (values of another concern,
+        already built), passed on as they are.
+        """
         values = self.validate(params, where)
-        return self.options_class(**{key: values.get(key) for key in self.argument_spec})
+        return self.options_class(**{key: values.get(key) for key in self.argument_spec}, **given)
