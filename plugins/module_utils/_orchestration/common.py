@@ -9,6 +9,7 @@ import copy
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL  # noqa: F401  # for the modules
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import RENDER
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
@@ -34,12 +35,6 @@ SHRINK_GUARD = ArgumentSpec({
     "max_node_loss": {"type": "float", "default": 10.0},
     "force": {"type": "bool", "default": False},
 }, fragments=["render.SHRINK_GUARD"])
-
-# How the modules that ask Slurm run scontrol (doc fragment scontrol).
-SCONTROL = ArgumentSpec({
-    "scontrol_path": {"type": "str", "default": "scontrol"},
-    "scontrol_timeout": {"type": "float", "default": 60.0},
-}, fragments=["scontrol"])
 
 
 def provider_spec(model=False, output_file=False):
