@@ -25,7 +25,7 @@ WITHOUT_CONTRACT = {
     "oci": "requests signed by the OCI SDK with a key: test_provider_oci.py keeps its cases",
     "nebius": "gRPC, not HTTP (status codes and pushback instead of 429 and Retry-After): test_provider_nebius.py",
 }
-CLOUDS = [name for name, provider in PROVIDERS.items() if "instances" in provider.params]
+CLOUDS = [name for name, provider in PROVIDERS.items() if "instances" in provider.params.argument_spec]
 CASES = [name for name in CLOUDS if name in CONTRACT]
 
 

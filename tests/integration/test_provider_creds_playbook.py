@@ -39,7 +39,7 @@ pytestmark = pytest.mark.playbook
 
 def test_every_provider_with_secrets_has_a_playbook_case_or_a_stated_reason():
     with_secrets = {name for name, provider in PROVIDERS.items()
-                    if any(option.get("no_log") for option in provider.creds.values())}
+                    if any(option.get("no_log") for option in provider.creds.argument_spec.values())}
     assert with_secrets - set(CASES) == set(WITHOUT_PLAYBOOK_CASE)
     assert set(CASES) <= with_secrets
 
