@@ -37,10 +37,7 @@ from tests.integration.fake_aws import (
     topology_reply,
     without_ambient_credentials,
 )
-
-
-def params(server, instances, **extra):
-    return dict(NO_WAIT, instances=instances, endpoint_url=server.url, **extra)
+from tests.integration.fake_aws import params
 
 
 def paged_route(request):
@@ -160,14 +157,6 @@ def test_credentials_come_from_the_standard_aws_environment(fake_http, monkeypat
     assert "Credential=AKIDFROMENVIRONMENT/" in server.requests[0].headers["authorization"]
 
 
-def playbook_case(start_http, start_grpc):
-    """A successful run for the -vvvv test: (params, creds, secret values, did the server get them)."""
-    server = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
-    return params(server, [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]), CREDS, [
-        CREDS["secret_access_key"], CREDS["session_token"]], lambda: any(
-        r.headers.get("x-amz-security-token") == CREDS["session_token"] for r in server.requests)
-
-
 # -- boto3's default credential chain: a local IMDSv2 and a shared credentials file -----------------------
 
 
@@ -227,28 +216,6 @@ def test_a_named_profile_from_the_shared_credentials_file(fake_http, monkeypatch
     assert "Credential=AKIDNAMEDPROFILE/" in api.requests[0].headers["authorization"]
     with pytest.raises(TopologyError, match="aws params.profile: The config profile \\(missing\\) could not be found"):
         discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="missing"))
-
-
-def credential_chain_cases(start_http, tmp_path):
-    """Runs whose credentials boto3's chain finds (no creds given), for the -vvvv secret test."""
-    clean = {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-             "AWS_CONFIG_FILE": str(tmp_path / "no-config")}
-    imds = Imds(start_http)
-    api = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
-    instances = [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]
-    shared = tmp_path / "credentials"
-    profile_secret = 'profile-secret/"q"\\b{{x}}+='
-    shared.write_text(f"[topology]\naws_access_key_id = AKIDNAMEDPROFILE\naws_secret_access_key = {profile_secret}\n")
-    return [
-        {"id": "aws-imdsv2-instance-profile", "params": params(api, instances), "creds": {},
-         "environment": dict(clean, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url),
-         "secrets": [INSTANCE_CREDS["SecretAccessKey"], INSTANCE_CREDS["Token"], IMDS_SESSION_TOKEN],
-         "used": lambda: any(r.headers.get("x-amz-security-token") == INSTANCE_CREDS["Token"] for r in api.requests)},
-        {"id": "aws-shared-credentials-profile", "params": params(api, instances, profile="topology"), "creds": {},
-         "environment": dict(clean, AWS_SHARED_CREDENTIALS_FILE=str(shared), AWS_EC2_METADATA_DISABLED="true"),
-         "secrets": [profile_secret],
-         "used": lambda: any("Credential=AKIDNAMEDPROFILE/" in r.headers.get("authorization", "") for r in api.requests)},
-    ]
 
 
 # -- issue 33: secrets in error echoes and logs, the chain inside the deadline and a byte limit, wrong shapes ----
