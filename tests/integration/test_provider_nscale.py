@@ -39,5 +39,3 @@ def test_token_from_the_environment(fake_http, monkeypatch):
     server = fake_http(offset_route([]))
     discover("nscale", params(server, REQUESTED))
     assert server.requests[0].headers["authorization"] == "Bearer env-token"
-
-

@@ -52,7 +52,6 @@ def test_the_check_sees_every_spelling():
                                              "module_utils.test_command", "tests.unit.test_x"]
 
 
-
 def loaded_test_modules(source):
     """The ``importlib.import_module`` calls of ``source`` whose name (a string or an f-string) names a test module."""
     found = []

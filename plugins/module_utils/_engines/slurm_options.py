@@ -54,4 +54,3 @@ RENDER = ArgumentSpec({
     "no_topology_switch": {"type": "str", "default": "no-topology"},
 }, fragments=["render"], mutually_exclusive=[("plugin", "topologies")]).merge(LAYOUT)
 RENDER.options_class = RenderOptions
-

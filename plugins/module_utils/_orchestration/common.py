@@ -9,7 +9,6 @@ import copy
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
-from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL  # noqa: F401  # for the modules
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import RENDER
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 

@@ -164,9 +164,8 @@ def test_every_spec_key_is_on_its_page_and_every_table_key_is_in_the_spec():
         table = page.split(tool.TABLE_BEGIN)[1].split(tool.TABLE_END)[0]
         documented = {(row.split("|")[2].strip(), row.split("|")[1].strip().strip("`"))
                       for row in table.strip().splitlines()[2:]}
-        declared = {(section, key) for section, spec in (("params", provider.params.argument_spec),
-                                                             ("creds", provider.creds.argument_spec))
-                    for key, _option in tool.flatten(spec)}
+        sections = (("params", provider.params.argument_spec), ("creds", provider.creds.argument_spec))
+        declared = {(section, key) for section, spec in sections for key, _option in tool.flatten(spec)}
         assert documented == declared, name
 
 
