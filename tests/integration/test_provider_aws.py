@@ -14,17 +14,7 @@ import boto3  # noqa: F401  # pylint: disable=unused-import
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
-from tests.integration.fake_apis import (
-    HANG,
-    NO_WAIT,
-    Pages,
-    discover,
-    json_reply,
-    placement,
-    slurm_topology_run,
-    text_reply,
-    topology_info_run,
-)
+from tests.integration.fake_apis import NO_WAIT, discover, json_reply, placement, topology_info_run
 from tests.integration.fake_aws import (
     CREDS,
     IMDS_SESSION_TOKEN,
@@ -97,55 +87,11 @@ def test_more_than_100_instances_page_with_max_results(fake_http):
     assert topology.nodes["gpu149"].switch == "l8"
 
 
-def test_a_repeated_next_token_stops_with_an_error(fake_http):
-    server = fake_http(lambda request: topology_reply([instance_xml("i-0001", ["c", "s", "l"])], next_token="again"))
-    with pytest.raises(RemoteAPIError, match="page token 'again' twice"):
-        discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-0001": "gpu01"}}]), CREDS)
-    assert len(server.requests) == 2
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    pages = Pages(error_reply(429, "RequestLimitExceeded", "Request limit exceeded.", {"Retry-After": "7"}),
-                  error_reply(503, "Unavailable"),
-                  topology_reply([instance_xml("i-0001", ["c", "s", "l"])]))
-    server = fake_http(pages)
-    topology, _warnings = discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-0001": "gpu01"}}]),
-                                               retry_backoff=0.25, retry_after_max=60), CREDS)
-    assert sleeps == [7.0, 0.5] and len(server.requests) == 3
-    assert topology.nodes["gpu01"].switch == "l"
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(lambda request: error_reply(500, "InternalError", "We encountered an internal error."))
-    with pytest.raises(RemoteAPIError, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
-                                             r"after 3 attempts"):
-        discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
-                             retry_attempts=3, retry_backoff=1), CREDS)
-    assert len(server.requests) == 3 and sleeps == [1, 2]
-
-
 def test_a_missing_permission_is_not_retried_and_names_it(fake_http):
     server = fake_http(lambda request: error_reply(403, "UnauthorizedOperation", "You are not authorized."))
     with pytest.raises(RemoteAPIError, match="UnauthorizedOperation.*ec2:DescribeInstanceTopology"):
         discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]), CREDS)
     assert len(server.requests) == 1
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(lambda request: HANG)
-    with pytest.raises(RemoteAPIError, match="ReadTimeoutError after 2 attempts"):
-        discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
-                             timeout=0.3, retry_attempts=2), CREDS)
-    assert len(server.requests) == 2
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(lambda request: text_reply("<html><body>502 from a proxy</body></html>", content_type="text/html"))
-    dest = tmp_path / "topology.conf"
-    requested = [{"region": "us-east-1", "instances": {"i-1": "n1"}}]
-    result = slurm_topology_run(monkeypatch, "aws", params(server, requested), dest, CREDS)
-    assert result["failed"] and "EC2 DescribeInstanceTopology in us-east-1" in result["msg"]
-    assert not dest.exists()
 
 
 def test_credentials_come_from_the_standard_aws_environment(fake_http, monkeypatch):

@@ -23,18 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
-from tests.integration.fake_apis import (
-    HANG,
-    Pages,
-    discover,
-    json_reply,
-    placement,
-    slurm_topology_run,
-    text_reply,
-    topology_info_run,
-)
+from tests.integration.fake_apis import discover, json_reply, placement, text_reply, topology_info_run
 from tests.integration.fake_oci import AD1, AD2, CREDS, FINGERPRINT, KEY, PASSPHRASE, PEM, TENANCY, USER
-from tests.integration.fake_oci import HOSTS
 from tests.integration.fake_oci import ODD_PASSPHRASE
 from tests.integration.fake_oci import SESSION_KEY
 from tests.integration.fake_oci import SESSION_TOKEN
@@ -83,41 +73,6 @@ def test_a_bad_passphrase_is_a_clear_error_without_the_key(fake_http):
     with pytest.raises(TopologyError, match="not a PEM RSA private key, or the passphrase is wrong") as info:
         discover("oci", params(server), dict(CREDS, passphrase="not-the-passphrase-5e2"))
     assert "PRIVATE KEY" not in str(info.value) and not server.requests
-
-
-def test_a_repeated_page_token_stops_with_an_error(fake_http):
-    server = fake_http(make_route({"p2": json_reply({"items": []}, headers={"opc-next-page": "p2"})}))
-    with pytest.raises(RemoteAPIError, match="page token 'p2' twice"):
-        discover("oci", params(server), CREDS)
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    pages = Pages(json_reply({"code": "TooManyRequests"}, 429, {"Retry-After": "2"}),
-                  json_reply({"code": "InternalServerError"}, 500),
-                  json_reply({"items": [HOSTS["h1"][0]]}))
-    server = fake_http(make_route({"p2": pages}))
-    topology, _warnings = discover("oci", dict(params(server), retry_backoff=0.125, retry_after_max=60), CREDS)
-    assert sleeps == [2.0, 0.25] and pages.calls == 3
-    assert topology.nodes["gb-n01"].domain == "gmf-1"
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(make_route({"p2": json_reply({"code": "ServiceUnavailable"}, 503)}))
-    with pytest.raises(RemoteAPIError, match=r"OCI ListComputeHosts in Uocm:PHX-AD-1: HTTP 503 after 2 attempts"):
-        discover("oci", dict(params(server), retry_attempts=2), CREDS)
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(make_route({"p2": HANG}))
-    with pytest.raises(RemoteAPIError, match="ReadTimeout after 2 attempts"):
-        discover("oci", dict(params(server), timeout=0.3, retry_attempts=2), CREDS)
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(make_route({"p2": json_reply({"data": "not a ComputeHostCollection"})}))
-    dest = tmp_path / "topology.conf"
-    result = slurm_topology_run(monkeypatch, "oci", params(server), dest, CREDS)
-    assert result["failed"] and "expected a ComputeHostCollection" in result["msg"] and not dest.exists()
 
 
 def test_credentials_from_the_oci_cli_environment(fake_http, monkeypatch, tmp_path):
