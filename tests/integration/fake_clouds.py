@@ -220,7 +220,7 @@ def _oci_route(records, listing=None):
         if path == "/availabilityDomains":
             return json_reply([{"name": fake_oci.AD1, "id": "ocid1.ad.1", "compartmentId": fake_oci.TENANCY}])
         if path == "/computeHosts":
-            return listing(request) if listing else json_reply({"items": [summary for summary, _ in records]})
+            return listing(request) if listing else json_reply({"items": [summary for summary, _detail in records]})
         for summary, detail in records:
             if path == f"/computeHosts/{summary['id']}":
                 return json_reply(detail)
@@ -232,7 +232,7 @@ CONTRACT["oci"] = CloudCase(
     params=fake_oci.params, creds=fake_oci.CREDS, secret=fake_oci.PASSPHRASE, region="us-phoenix-1",
     route=_oci_route,
     repeating=lambda records: _oci_route(records, lambda request: json_reply(
-        {"items": [summary for summary, _ in records]}, headers={"opc-next-page": "same"})),
+        {"items": [summary for summary, _detail in records]}, headers={"opc-next-page": "same"})),
     repeated_words="page token 'same' twice",
     record=_oci_record,
     malformed=lambda request: json_reply({"data": "not a ComputeHostCollection"}),
