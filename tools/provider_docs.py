@@ -92,7 +92,7 @@ def _meaning(option):
 
 def table(provider):
     rows = ["| Key | Where | Type | Default | Meaning |", "|---|---|---|---|---|"]
-    for section, spec in (("params", provider.params), ("creds", provider.creds)):
+    for section, spec in (("params", provider.params.argument_spec), ("creds", provider.creds.argument_spec)):
         for name, option in flatten(spec):
             rows.append(f"| `{name}` | {section} | {_type(option)} | {_default(option)} | {_meaning(option)} |")
     return "\n".join(rows)
@@ -183,7 +183,8 @@ def fragment_block(providers):
         "            sends one byte a second is cut off (docs/security.md).",
     ]
     for name, provider in providers.items():
-        keys = {key: option for key, option in provider.params.items() if key not in ("accelerator", "discovery_timeout")}
+        keys = {key: option for key, option in provider.params.argument_spec.items()
+                if key not in ("accelerator", "discovery_timeout")}
         lines.append(_item(f"For V({name}): {_key_list(keys)}."))
     lines += [
         "        type: dict",
@@ -195,8 +196,8 @@ def fragment_block(providers):
         "            or a non-ASCII character is refused before it is used; the error names it, never its value.",
     ]
     for name, provider in providers.items():
-        if provider.creds:
-            lines.append(_item(f"For V({name}): {_key_list(provider.creds)}."))
+        if provider.creds.argument_spec:
+            lines.append(_item(f"For V({name}): {_key_list(provider.creds.argument_spec)}."))
     lines += [
         "        type: dict",
         "        default: {}",
@@ -216,8 +217,9 @@ def expected_files():
     providers = _registry()
     expected = {}
     # nvidia_smi.md documents params.accelerator, which every provider takes.
-    accelerator = next(iter(providers.values()))._replace(params={"accelerator": providers["simulation"].params["accelerator"]},
-                                                          creds={}, doc="nvidia_smi.md")
+    simulation = providers["simulation"]
+    only_accelerator = type(simulation.params)({"accelerator": simulation.params.argument_spec["accelerator"]})
+    accelerator = simulation._replace(params=only_accelerator, creds=type(simulation.params)({}), doc="nvidia_smi.md")
     for provider in list(providers.values()) + [accelerator]:
         path = DOCS / provider.doc
         current = expected.get(path, path.read_text(encoding="utf-8"))

@@ -53,10 +53,9 @@ def render(options=None, gpu_nodes_only=True):
     """What the module renders for the example; the flavor's label selects the GPU nodes (those with an NVLink
     domain), or, with ``gpu_nodes_only`` false, a selection of every node."""
     st, label_keys, _discover, _error = _engine()
-    params = dict({"name": st.DEFAULT_NAME}, **(options or EXAMPLE_OPTIONS))
     topology = example_topology()
     selected = {name for name, node in topology.nodes.items() if node.domain is not None} if gpu_nodes_only else None
-    return st.render(topology, st.Options.from_params(params, label_keys()), selected)
+    return st.render(topology, st.SCHEDULER.build(options or EXAMPLE_OPTIONS, keys=label_keys()), selected)
 
 
 def _dump(objects):

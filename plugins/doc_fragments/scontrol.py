@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How the modules that ask Slurm run scontrol (``_orchestration/common.SCONTROL``)."""
+"""How the modules that ask Slurm run scontrol (``_base/scontrol.py``)."""
 
 from __future__ import annotations
 

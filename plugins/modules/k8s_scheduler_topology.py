@@ -167,24 +167,14 @@ quarantined:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.scheduler_topology import DEFAULT_NAME
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.scheduler_topology import SCHEDULER
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_scheduler_topology
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS
 
 
 def main():
     module = AnsibleModule(argument_spec=k8s_module.argument_spec(
-        **k8s_module.LABEL_KEYS_ARG_SPEC,
-        consumers={"type": "list", "elements": "str", "required": True},
-        name={"type": "str", "default": DEFAULT_NAME},
-        flavor_name={"type": "str"},
-        flavor_node_labels={"type": "dict"},
-        fabric_tiers={"type": "int"},
-        sub_domain={"type": "bool", "default": False},
-        hostname={"type": "bool", "default": True},
-        cleanup={"type": "bool", "default": True},
-        recreate={"type": "bool", "default": False},
-    ), supports_check_mode=True, **INPUT_CONSTRAINTS)
+        **k8s_module.LABEL_KEYS_ARG_SPEC, **SCHEDULER.argument_spec), supports_check_mode=True, **INPUT_CONSTRAINTS)
     k8s_scheduler_topology.run(module)
 
 

@@ -273,7 +273,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.segment_capacity import CAPACITY
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import segment_capacity
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import SCONTROL, provider_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_spec
 
 
 def main():

@@ -99,21 +99,20 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_conf
+
+OWN = ArgumentSpec({
+    "path": {"type": "path", "default": "/etc/slurm/slurm.conf"},
+    "settings": {"type": "dict", "default": {}},
+    "partitions": {"type": "dict", "default": {}},
+    "backup": {"type": "bool", "default": False},
+    "validate": {"type": "str"},
+})
 
 
 def main():
-    slurm_conf.run(AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "default": "/etc/slurm/slurm.conf"},
-            "settings": {"type": "dict", "default": {}},
-            "partitions": {"type": "dict", "default": {}},
-            "backup": {"type": "bool", "default": False},
-            "validate": {"type": "str"},
-        },
-        add_file_common_args=True,
-        supports_check_mode=True,
-    ))
+    slurm_conf.run(AnsibleModule(**OWN.module_kwargs(), add_file_common_args=True, supports_check_mode=True))
 
 
 if __name__ == "__main__":

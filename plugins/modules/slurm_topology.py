@@ -159,11 +159,11 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_files import DEFAULT_HEADER
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_topology
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
     RENDER,
-    SCONTROL,
     SHRINK_GUARD,
     provider_spec,
 )

@@ -158,21 +158,21 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import topology_facts
+
+OWN = ArgumentSpec({
+    "gather": {"type": "list", "elements": "str", "choices": ["hostname", "infiniband", "nvlink"],
+               "default": ["hostname", "infiniband", "nvlink"]},
+    "sysfs_root": {"type": "path", "default": "/sys"},
+    "nvidia_smi_path": {"type": "path"},
+    "timeout": {"type": "int", "default": 60},
+    "fabric_health": {"type": "bool", "default": True},
+})
 
 
 def main():
-    topology_facts.run(AnsibleModule(
-        argument_spec={
-            "gather": {"type": "list", "elements": "str", "choices": ["hostname", "infiniband", "nvlink"],
-                       "default": ["hostname", "infiniband", "nvlink"]},
-            "sysfs_root": {"type": "path", "default": "/sys"},
-            "nvidia_smi_path": {"type": "path"},
-            "timeout": {"type": "int", "default": 60},
-            "fabric_health": {"type": "bool", "default": True},
-        },
-        supports_check_mode=True,
-    ))
+    topology_facts.run(AnsibleModule(**OWN.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
 Shared by ``test_provider_aws.py``, ``test_provider_errors.py`` and ``test_provider_secrets.py``
 (a test module never imports another one).
+
+Its playbook cases (``playbook_case`` and the credential forms) are what
+``test_provider_creds_playbook.py`` runs with ``ansible-playbook -vvvv``.
 """
 
 from __future__ import annotations
 
-from tests.integration.fake_apis import json_reply, text_reply
+from tests.integration.fake_apis import json_reply, text_reply, NO_WAIT
 
 
 CREDS = {"access_key_id": "AKIDTESTEXAMPLE", "secret_access_key": "aws-secret-9c1e7d", "session_token": "aws-session-4b2f"}
@@ -95,3 +98,39 @@ def without_ambient_credentials(monkeypatch, tmp_path):
 # A refusal with the credentials it would have given but no AccessKeyId: botocore logs such an answer whole.
 REFUSED_IMDS_DOCUMENT = {"Code": "AssumeRoleUnauthorizedAccess", "Message": "no", "Type": "AWS-HMAC",
                          "SecretAccessKey": INSTANCE_CREDS["SecretAccessKey"], "Token": INSTANCE_CREDS["Token"]}
+
+
+# -- the -vvvv secret cases of test_provider_creds_playbook.py, and what they need --------------------
+
+def params(server, instances, **extra):
+    return dict(NO_WAIT, instances=instances, endpoint_url=server.url, **extra)
+
+
+def playbook_case(start_http, start_grpc):
+    """A successful run for the -vvvv test: (params, creds, secret values, did the server get them)."""
+    server = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
+    return params(server, [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]), CREDS, [
+        CREDS["secret_access_key"], CREDS["session_token"]], lambda: any(
+        r.headers.get("x-amz-security-token") == CREDS["session_token"] for r in server.requests)
+
+
+def credential_chain_cases(start_http, tmp_path):
+    """Runs whose credentials boto3's chain finds (no creds given), for the -vvvv secret test."""
+    clean = {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+             "AWS_CONFIG_FILE": str(tmp_path / "no-config")}
+    imds = Imds(start_http)
+    api = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
+    instances = [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]
+    shared = tmp_path / "credentials"
+    profile_secret = 'profile-secret/"q"\\b{{x}}+='
+    shared.write_text(f"[topology]\naws_access_key_id = AKIDNAMEDPROFILE\naws_secret_access_key = {profile_secret}\n")
+    return [
+        {"id": "aws-imdsv2-instance-profile", "params": params(api, instances), "creds": {},
+         "environment": dict(clean, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url),
+         "secrets": [INSTANCE_CREDS["SecretAccessKey"], INSTANCE_CREDS["Token"], IMDS_SESSION_TOKEN],
+         "used": lambda: any(r.headers.get("x-amz-security-token") == INSTANCE_CREDS["Token"] for r in api.requests)},
+        {"id": "aws-shared-credentials-profile", "params": params(api, instances, profile="topology"), "creds": {},
+         "environment": dict(clean, AWS_SHARED_CREDENTIALS_FILE=str(shared), AWS_EC2_METADATA_DISABLED="true"),
+         "secrets": [profile_secret],
+         "used": lambda: any("Credential=AKIDNAMEDPROFILE/" in r.headers.get("authorization", "") for r in api.requests)},
+    ]

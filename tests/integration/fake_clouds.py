@@ -6,15 +6,19 @@ so its own tests, the shared contract suite (``test_provider_contract.py``) and 
 
 ``CONTRACT`` maps a provider name (as in ``_providers/_specs.PROVIDERS``) to its ``CloudCase``:
 what the contract suite needs to serve that API one good page, a page that repeats itself, a
-malformed body and one bad record among good ones.
+malformed body, one bad record among good ones and its errors. aws (EC2's XML through botocore) and
+oci (requests signed by the OCI SDK, the signature checked by the fake server) answer through their
+own helpers modules (``fake_aws.py``, ``fake_oci.py``).
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Callable
 
-from tests.integration.fake_apis import NO_WAIT, json_reply
+from tests.integration import fake_aws, fake_oci
+from tests.integration.fake_apis import NO_WAIT, json_reply, text_reply
 
 # -- lambda: GET /api/v1/topology/instance, the envelope {data, page_token} -------------------
 
@@ -91,7 +95,11 @@ class CloudCase:
     ``repeating(records)`` answers every request with the same non-final page; ``record(id, good)``
     is one instance's record, placed under a switch ``leaf`` when good, and unusable (its node is
     quarantined, the others mapped) when not; ``params(server, instances)`` and ``creds``
-    (holding ``secret``) run the provider against the server.
+    (holding ``secret``) run the provider against the server. ``error(status, headers, message)``
+    is the API's own error reply (default: a JSON body). ``listing(request)`` tells the paged listing
+    request from the others (default: every request is one): ``serve`` answers the listing with the
+    reply a case injects and every other request as ``route`` does (OCI's availability domains and
+    hosts).
     """
 
     params: Callable
@@ -104,6 +112,23 @@ class CloudCase:
     record: Callable
     malformed: Callable
     malformed_words: str
+    error: Callable = None
+    listing: Callable = None
+
+    def error_reply(self, status, headers=None, message="error"):
+        if self.error is not None:
+            return self.error(status, headers, message)
+        return json_reply({"error": message}, status, headers)
+
+    def is_listing(self, request):
+        return self.listing is None or self.listing(request)
+
+    def serve(self, reply, records=()):
+        """A route answering the listing with ``reply`` and the rest of the API with ``records``."""
+        if self.listing is None:
+            return reply
+        rest = self.route(list(records))
+        return lambda request: reply(request) if self.listing(request) else rest(request)
 
 
 def _lambda_record(instance_id, good):
@@ -154,3 +179,63 @@ CONTRACT = {
         malformed=lambda request: json_reply({"items": []}),  # an object, not the documented list
         malformed_words="expected a list of instance topologies"),
 }
+
+
+# -- aws: EC2 DescribeInstanceTopology, XML through botocore ------------------------------------
+
+def _aws_error(status, headers, message):
+    code = {401: "AuthFailure", 429: "RequestLimitExceeded", 500: "InternalError"}.get(status, "Unavailable")
+    return fake_aws.error_reply(status, code, html.escape(message), headers)
+
+
+def _aws_record(instance_id, good):
+    return fake_aws.instance_xml(instance_id, ["spine", "leaf"] if good else ["spine", "le,af"])
+
+
+CONTRACT["aws"] = CloudCase(
+    params=fake_aws.params, creds=fake_aws.CREDS, secret=fake_aws.CREDS["session_token"], region="us-east-1",
+    route=lambda records: lambda request: fake_aws.topology_reply(records),
+    repeating=lambda records: lambda request: fake_aws.topology_reply(records, next_token="same"),
+    repeated_words="page token 'same' twice",
+    record=_aws_record,
+    malformed=lambda request: text_reply("<html><body>502 from a proxy</body></html>", content_type="text/html"),
+    malformed_words="EC2 DescribeInstanceTopology in us-east-1",
+    error=_aws_error)
+
+
+# -- oci: ListComputeHosts and GetComputeHost, every request's signature checked ---------------
+
+def _oci_record(instance_id, good):
+    return fake_oci.host(f"ocid1.computehost.{instance_id}", instance_id, "leaf" if good else "le,af", "nb-1", "hi-1")
+
+
+def _oci_route(records, listing=None):
+    """The signed API: one availability domain, ``records`` (host summary and detail pairs) in one page, each
+    host's detail; ``listing`` (a reply, or a route) in place of the host list."""
+    def route(request):
+        problem = fake_oci.signature_problem(request)
+        if problem:
+            return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
+        path = request.path.split("/20160918", 1)[-1]
+        if path == "/availabilityDomains":
+            return json_reply([{"name": fake_oci.AD1, "id": "ocid1.ad.1", "compartmentId": fake_oci.TENANCY}])
+        if path == "/computeHosts":
+            return listing(request) if listing else json_reply({"items": [summary for summary, _detail in records]})
+        for summary, detail in records:
+            if path == f"/computeHosts/{summary['id']}":
+                return json_reply(detail)
+        return json_reply({"code": "NotAuthorizedOrNotFound"}, status=404)
+    return route
+
+
+CONTRACT["oci"] = CloudCase(
+    params=fake_oci.params, creds=fake_oci.CREDS, secret=fake_oci.PASSPHRASE, region="us-phoenix-1",
+    route=_oci_route,
+    repeating=lambda records: _oci_route(records, lambda request: json_reply(
+        {"items": [summary for summary, _detail in records]}, headers={"opc-next-page": "same"})),
+    repeated_words="page token 'same' twice",
+    record=_oci_record,
+    malformed=lambda request: json_reply({"data": "not a ComputeHostCollection"}),
+    malformed_words="expected a ComputeHostCollection",
+    error=lambda status, headers, message: json_reply({"code": "Error", "message": message}, status, headers),
+    listing=lambda request: request.path.endswith("/20160918/computeHosts"))

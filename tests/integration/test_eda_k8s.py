@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist as _hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import nfd
 from tests.integration.eda_support import TOKEN, Rulebook, free_port, post_generate, require_rulebook, tls_files
@@ -221,7 +222,8 @@ def test_watch_rbac_is_enough_and_needed(k8s, k8s_namespace):
                                      "fields": {CLIQUE: {"old": clique(1), "new": clique(2)}}}]
 
     nobody = k8s.user_kubeconfig(f"nobody-{test_id}")
-    with pytest.raises(Exception, match=r"cannot list nodes: GET /api/v1/nodes: HTTP 403"):
+    with pytest.raises(RemoteAPIError,
+                       match=r"^aifactory\.topology\.k8s_nodes: cannot list nodes: GET /api/v1/nodes: HTTP 403"):
         run_source(dict(args, kubeconfig=str(nobody)), lambda e: False, "error for a user without RBAC")
 
 

@@ -14,17 +14,7 @@ import boto3  # noqa: F401  # pylint: disable=unused-import
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
-from tests.integration.fake_apis import (
-    HANG,
-    NO_WAIT,
-    Pages,
-    discover,
-    json_reply,
-    placement,
-    slurm_topology_run,
-    text_reply,
-    topology_info_run,
-)
+from tests.integration.fake_apis import NO_WAIT, discover, json_reply, placement, topology_info_run
 from tests.integration.fake_aws import (
     CREDS,
     IMDS_SESSION_TOKEN,
@@ -37,10 +27,7 @@ from tests.integration.fake_aws import (
     topology_reply,
     without_ambient_credentials,
 )
-
-
-def params(server, instances, **extra):
-    return dict(NO_WAIT, instances=instances, endpoint_url=server.url, **extra)
+from tests.integration.fake_aws import params
 
 
 def paged_route(request):
@@ -100,55 +87,11 @@ def test_more_than_100_instances_page_with_max_results(fake_http):
     assert topology.nodes["gpu149"].switch == "l8"
 
 
-def test_a_repeated_next_token_stops_with_an_error(fake_http):
-    server = fake_http(lambda request: topology_reply([instance_xml("i-0001", ["c", "s", "l"])], next_token="again"))
-    with pytest.raises(RemoteAPIError, match="page token 'again' twice"):
-        discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-0001": "gpu01"}}]), CREDS)
-    assert len(server.requests) == 2
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    pages = Pages(error_reply(429, "RequestLimitExceeded", "Request limit exceeded.", {"Retry-After": "7"}),
-                  error_reply(503, "Unavailable"),
-                  topology_reply([instance_xml("i-0001", ["c", "s", "l"])]))
-    server = fake_http(pages)
-    topology, _warnings = discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-0001": "gpu01"}}]),
-                                               retry_backoff=0.25, retry_after_max=60), CREDS)
-    assert sleeps == [7.0, 0.5] and len(server.requests) == 3
-    assert topology.nodes["gpu01"].switch == "l"
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(lambda request: error_reply(500, "InternalError", "We encountered an internal error."))
-    with pytest.raises(RemoteAPIError, match=r"EC2 DescribeInstanceTopology in us-east-1: HTTP 500 InternalError "
-                                             r"after 3 attempts"):
-        discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
-                             retry_attempts=3, retry_backoff=1), CREDS)
-    assert len(server.requests) == 3 and sleeps == [1, 2]
-
-
 def test_a_missing_permission_is_not_retried_and_names_it(fake_http):
     server = fake_http(lambda request: error_reply(403, "UnauthorizedOperation", "You are not authorized."))
     with pytest.raises(RemoteAPIError, match="UnauthorizedOperation.*ec2:DescribeInstanceTopology"):
         discover("aws", params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]), CREDS)
     assert len(server.requests) == 1
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(lambda request: HANG)
-    with pytest.raises(RemoteAPIError, match="ReadTimeoutError after 2 attempts"):
-        discover("aws", dict(params(server, [{"region": "us-east-1", "instances": {"i-1": "n1"}}]),
-                             timeout=0.3, retry_attempts=2), CREDS)
-    assert len(server.requests) == 2
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(lambda request: text_reply("<html><body>502 from a proxy</body></html>", content_type="text/html"))
-    dest = tmp_path / "topology.conf"
-    requested = [{"region": "us-east-1", "instances": {"i-1": "n1"}}]
-    result = slurm_topology_run(monkeypatch, "aws", params(server, requested), dest, CREDS)
-    assert result["failed"] and "EC2 DescribeInstanceTopology in us-east-1" in result["msg"]
-    assert not dest.exists()
 
 
 def test_credentials_come_from_the_standard_aws_environment(fake_http, monkeypatch):
@@ -158,14 +101,6 @@ def test_credentials_come_from_the_standard_aws_environment(fake_http, monkeypat
     server = fake_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"])]))
     discover("aws", params(server, [{"region": "ap-south-1", "instances": {"i-1": "n1"}}]))
     assert "Credential=AKIDFROMENVIRONMENT/" in server.requests[0].headers["authorization"]
-
-
-def playbook_case(start_http, start_grpc):
-    """A successful run for the -vvvv test: (params, creds, secret values, did the server get them)."""
-    server = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
-    return params(server, [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]), CREDS, [
-        CREDS["secret_access_key"], CREDS["session_token"]], lambda: any(
-        r.headers.get("x-amz-security-token") == CREDS["session_token"] for r in server.requests)
 
 
 # -- boto3's default credential chain: a local IMDSv2 and a shared credentials file -----------------------
@@ -227,28 +162,6 @@ def test_a_named_profile_from_the_shared_credentials_file(fake_http, monkeypatch
     assert "Credential=AKIDNAMEDPROFILE/" in api.requests[0].headers["authorization"]
     with pytest.raises(TopologyError, match="aws params.profile: The config profile \\(missing\\) could not be found"):
         discover("aws", params(api, [{"region": "us-east-1", "instances": {"i-1": "n1"}}], profile="missing"))
-
-
-def credential_chain_cases(start_http, tmp_path):
-    """Runs whose credentials boto3's chain finds (no creds given), for the -vvvv secret test."""
-    clean = {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-             "AWS_CONFIG_FILE": str(tmp_path / "no-config")}
-    imds = Imds(start_http)
-    api = start_http(lambda request: topology_reply([instance_xml("i-1", ["c", "s", "l"], "cb-1")]))
-    instances = [{"region": "us-east-1", "instances": {"i-1": "gpu01"}}]
-    shared = tmp_path / "credentials"
-    profile_secret = 'profile-secret/"q"\\b{{x}}+='
-    shared.write_text(f"[topology]\naws_access_key_id = AKIDNAMEDPROFILE\naws_secret_access_key = {profile_secret}\n")
-    return [
-        {"id": "aws-imdsv2-instance-profile", "params": params(api, instances), "creds": {},
-         "environment": dict(clean, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url),
-         "secrets": [INSTANCE_CREDS["SecretAccessKey"], INSTANCE_CREDS["Token"], IMDS_SESSION_TOKEN],
-         "used": lambda: any(r.headers.get("x-amz-security-token") == INSTANCE_CREDS["Token"] for r in api.requests)},
-        {"id": "aws-shared-credentials-profile", "params": params(api, instances, profile="topology"), "creds": {},
-         "environment": dict(clean, AWS_SHARED_CREDENTIALS_FILE=str(shared), AWS_EC2_METADATA_DISABLED="true"),
-         "secrets": [profile_secret],
-         "used": lambda: any("Credential=AKIDNAMEDPROFILE/" in r.headers.get("authorization", "") for r in api.requests)},
-    ]
 
 
 # -- issue 33: secrets in error echoes and logs, the chain inside the deadline and a byte limit, wrong shapes ----

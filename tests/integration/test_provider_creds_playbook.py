@@ -7,26 +7,22 @@ may appear in stdout or stderr: not in the invocation echo, the result, warnings
 
 from __future__ import annotations
 
-import importlib
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._specs import PROVIDERS
 from tests.ansible_run import ansible_env, run_playbook
+from tests.integration import fake_aws, fake_gcp, fake_lambda, fake_nebius, fake_nscale, fake_oci
 from tests.integration.fake_apis import printed_forms
 
-
-def _end_to_end_tests():
-    """provider name -> its end-to-end test module, tests/integration/test_provider_<name>.py, where there is one."""
-    return {name: importlib.import_module(f"tests.integration.test_provider_{name}") for name in PROVIDERS
-            if Path(__file__).with_name(f"test_provider_{name}.py").is_file()}
-
-
-# Every provider whose end-to-end test gives a playbook_case: a successful run with its secrets.
-CASES = {name: module for name, module in _end_to_end_tests().items() if hasattr(module, "playbook_case")}
+# Every provider whose fake API helper module (tests/integration/fake_<name>.py) gives a playbook_case: a successful
+# run with its secrets; with PLAYBOOK_FORMS, its other credential forms; with credential_chain_cases, the
+# credentials its SDK finds itself.
+HELPERS = {"aws": fake_aws, "gcp": fake_gcp, "lambda": fake_lambda, "nebius": fake_nebius, "nscale": fake_nscale,
+           "oci": fake_oci}
+CASES = {name: module for name, module in HELPERS.items() if hasattr(module, "playbook_case")}
 # Providers with secrets (a no_log creds option) and no playbook_case, and why.
 WITHOUT_PLAYBOOK_CASE = {
     "netq": "its own -vvvv test: test_provider_netq.py::test_netq_password_never_appears_in_verbose_playbook_output",
@@ -39,7 +35,7 @@ pytestmark = pytest.mark.playbook
 
 def test_every_provider_with_secrets_has_a_playbook_case_or_a_stated_reason():
     with_secrets = {name for name, provider in PROVIDERS.items()
-                    if any(option.get("no_log") for option in provider.creds.values())}
+                    if any(option.get("no_log") for option in provider.creds.argument_spec.values())}
     assert with_secrets - set(CASES) == set(WITHOUT_PLAYBOOK_CASE)
     assert set(CASES) <= with_secrets
 
@@ -116,10 +112,9 @@ def test_a_credential_with_a_newline_crlf_or_non_ascii_character_fails_without_s
 
 # -- credentials the provider's SDK finds itself (a credential chain), for each form it handles ------------------
 
-# Providers whose end-to-end test gives credential_chain_cases(start_http, tmp_path): a list of
+# Providers whose helper gives credential_chain_cases(start_http, tmp_path): a list of
 # {id, params, creds, environment, secrets, used[, fails]}.
-CHAIN_MODULES = {name: module for name, module in _end_to_end_tests().items()
-                 if hasattr(module, "credential_chain_cases")}
+CHAIN_MODULES = {name: module for name, module in HELPERS.items() if hasattr(module, "credential_chain_cases")}
 CHAIN_CASE_IDS = {"aws": ["aws-imdsv2-instance-profile", "aws-shared-credentials-profile"],
                   "gcp": ["gcp-service-account-key-file", "gcp-service-account-key-inline",
                           "gcp-workload-identity-federation", "gcp-metadata-server", "gcp-metadata-server-refuses"]}

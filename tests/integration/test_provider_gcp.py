@@ -9,25 +9,13 @@ when empty), each instance with a numeric-string ``id`` and
 from __future__ import annotations
 
 import json
-import time
 
-import google.auth.jwt  # the token endpoint checks assertions with the library's own verifier
 import pytest
 
-from tests.integration.fake_apis import (
-    NO_WAIT,
-    discover,
-    json_reply,
-    placement,
-    text_reply,
-    topology_info_run,
-)
+from tests.integration.fake_apis import discover, json_reply, placement, text_reply, topology_info_run
 from tests.integration.fake_gcp import (
-    AUDIENCE,
     METADATA_TOKEN,
-    SA_EMAIL,
     SA_TOKEN,
-    SCOPE,
     STS_TOKEN,
     SUBJECT_TOKEN,
     discover_in_process,
@@ -35,27 +23,17 @@ from tests.integration.fake_gcp import (
     metadata_environment,
     metadata_server,
     service_account_key,
-    signing_key,
 )
 from tests.integration.fake_clouds import GCP_TOKEN as TOKEN
-from tests.integration.fake_clouds import GCP_ZONE
 from tests.integration.fake_clouds import gcp_instance as instance
 from tests.integration.fake_clouds import gcp_instance_list as instance_list
 from tests.integration.fake_clouds import gcp_params as params
-
-ZONE_A = GCP_ZONE
-
-
-def route(request):
-    if request.path == f"/compute/v1/projects/ml-proj/zones/{ZONE_A}/instances":
-        if request.query.get("pageToken") != "p2":
-            return instance_list([instance("1101", "vm-a", "c1", "b1", "sb1"),
-                                  instance("1102", "vm-b", "c1", "b1", None)],  # no subblock: skipped
-                                 next_token="p2")
-        return instance_list([instance("1103", "vm-c", "c1", "b2", "sb3"), instance("9999", "other", "c", "b", "s")])
-    if request.path == "/compute/v1/projects/ml-proj/zones/us-east5-b/instances":
-        return instance_list([])  # a zone without instances: no "items" at all
-    return json_reply({"error": {"code": 404, "message": "not found"}}, status=404)
+from tests.integration.fake_gcp import ZONE_A
+from tests.integration.fake_gcp import adc_params
+from tests.integration.fake_gcp import api_server
+from tests.integration.fake_gcp import route
+from tests.integration.fake_gcp import sts_endpoint
+from tests.integration.fake_gcp import token_endpoint
 
 
 def test_zones_pages_tiers_subblock_domain_and_missing_instances(fake_http, monkeypatch):
@@ -86,54 +64,11 @@ def test_token_from_the_environment(fake_http, monkeypatch):
     assert server.requests[0].headers["authorization"] == "Bearer ya29.from-env"
 
 
-def playbook_case(start_http, start_grpc):
-    server = start_http(lambda request: instance_list([instance("1", "a", "c", "b", "s")]))
-    return params(server, [{"region": ZONE_A, "instances": {"1": "gpu01"}}]), {"access_token": TOKEN}, [TOKEN], \
-        lambda: server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
-
-
 # -- Application Default Credentials: google-auth against local token, STS and metadata servers -----------
-
-
-# The assertion's audience is Google's token endpoint whatever token_uri the key names (Google's OAuth 2.0
-# for server-to-server applications: "aud ... always https://oauth2.googleapis.com/token").
-JWT_AUDIENCE = "https://oauth2.googleapis.com/token"
-
-
-def token_endpoint(request):
-    """Google's OAuth token endpoint for the JWT bearer grant (RFC 7523): the assertion is verified."""
-    form = request.form()
-    if request.method != "POST" or form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
-        return json_reply({"error": "unsupported_grant_type"}, status=400)
-    try:
-        claims = google.auth.jwt.decode(form["assertion"], certs=signing_key()[1], audience=JWT_AUDIENCE)
-    except (ValueError, KeyError):
-        return json_reply({"error": "invalid_grant", "error_description": "Invalid JWT Signature."}, status=400)
-    now = time.time()
-    if claims["iss"] != SA_EMAIL or claims["scope"] != SCOPE or not claims["iat"] - 60 <= now <= claims["exp"] \
-            or claims["exp"] - claims["iat"] > 3600:
-        return json_reply({"error": "invalid_grant", "error_description": f"bad claims {sorted(claims)}"}, status=400)
-    return json_reply({"access_token": SA_TOKEN, "expires_in": 3599, "token_type": "Bearer"})
 
 
 def start_token_server(fake_http):
     return fake_http(token_endpoint)
-
-
-def api_server(fake_http, token, project="ml-proj"):
-    """instances.list that answers only requests authorised with ``token``."""
-    def route(request):
-        if request.headers.get("authorization") != f"Bearer {token}":
-            return json_reply({"error": {"code": 401, "message": "Request had invalid authentication credentials."}},
-                              status=401)
-        if request.path != f"/compute/v1/projects/{project}/zones/{ZONE_A}/instances":
-            return json_reply({"error": {"code": 404}}, status=404)
-        return instance_list([instance("1", "a", "c", "b", "s")])
-    return fake_http(route)
-
-
-def adc_params(api, **extra):
-    return dict(NO_WAIT, instances=[{"region": ZONE_A, "instances": {"1": "n1"}}], api_url=api.url, **extra)
 
 
 @pytest.fixture
@@ -166,20 +101,6 @@ def test_google_application_credentials_and_an_inline_document(fake_http, tmp_pa
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS")
     discover("gcp", adc_params(api, project_id="ml-proj"), {"credentials_json": json.dumps(service_account_key(tokens))})
     assert len(tokens.requests) == 2 and len(api.requests) == 2
-
-
-def sts_endpoint(request):
-    """The Security Token Service's token exchange (RFC 8693), as workload identity federation calls it."""
-    form = request.form()
-    expected = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
-                "requested_token_type": "urn:ietf:params:oauth:token-type:access_token",
-                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "subject_token": SUBJECT_TOKEN,
-                "audience": AUDIENCE, "scope": SCOPE}
-    if {key: form.get(key) for key in expected} != expected:
-        return json_reply({"error": "invalid_request", "error_description": "Invalid token exchange request."},
-                          status=400)
-    return json_reply({"access_token": STS_TOKEN, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-                       "token_type": "Bearer", "expires_in": 3600})
 
 
 def test_workload_identity_federation_exchanges_a_file_sourced_subject_token(fake_http, tmp_path, no_ambient_credentials):
@@ -236,52 +157,6 @@ def test_an_unusable_credentials_document_is_the_operators_error_without_its_con
         discover("gcp", adc_params(type("Api", (), {"url": "http://127.0.0.1:9"})(), project_id="p"),
                  {"credentials_file": str(key_file)})
     assert "not json" not in str(info.value) and "a list" not in str(info.value)
-
-
-def private_key_parts():
-    """What of the private key must never be printed: every base64 line of its PEM, and the PEM JSON-escaped."""
-    private = signing_key()[0]
-    return [line for line in private.splitlines() if "-----" not in line] + [json.dumps(private)[1:-1]]
-
-
-def credential_chain_cases(start_http, tmp_path):
-    """Runs with each credential form google-auth handles, for the -vvvv secret test (the forms in ``secrets``)."""
-    base = {"CLOUDSDK_CONFIG": str(tmp_path / "no-gcloud")}
-    tokens = start_http(token_endpoint)
-    sts = start_http(sts_endpoint)
-    meta = metadata_server(start_http)
-    refusing_meta = metadata_server(start_http, token_status=403)
-    key_file = tmp_path / "key.json"
-    key_file.write_text(json.dumps(service_account_key(tokens)))
-    subject = tmp_path / "subject-token"
-    subject.write_text(SUBJECT_TOKEN)
-    federation = tmp_path / "federation.json"
-    federation.write_text(json.dumps(federation_document(sts, subject)))
-    by_token = {token: api_server(start_http, token, project=project)
-                for token, project in ((SA_TOKEN, "key-proj"), (STS_TOKEN, "ml-proj"), (METADATA_TOKEN, "meta-proj"))}
-    host = meta.url.removeprefix("http://")
-
-    def used(token):
-        return lambda: any(r.headers.get("authorization") == f"Bearer {token}" for r in by_token[token].requests)
-
-    cases = [
-        ("gcp-service-account-key-file", adc_params(by_token[SA_TOKEN]), {"credentials_file": str(key_file)}, base,
-         private_key_parts() + [SA_TOKEN], used(SA_TOKEN)),
-        ("gcp-service-account-key-inline", adc_params(by_token[SA_TOKEN]),
-         {"credentials_json": json.dumps(service_account_key(tokens))}, base, private_key_parts() + [SA_TOKEN],
-         used(SA_TOKEN)),
-        ("gcp-workload-identity-federation", adc_params(by_token[STS_TOKEN], project_id="ml-proj"), {},
-         dict(base, GOOGLE_APPLICATION_CREDENTIALS=str(federation)), [SUBJECT_TOKEN, STS_TOKEN], used(STS_TOKEN)),
-        ("gcp-metadata-server", adc_params(by_token[METADATA_TOKEN]), {},
-         dict(base, GCE_METADATA_HOST=host, GCE_METADATA_IP=host), [METADATA_TOKEN], used(METADATA_TOKEN)),
-    ]
-    refused_host = refusing_meta.url.removeprefix("http://")
-    return [{"id": case, "params": params, "creds": creds, "environment": environment, "secrets": secrets,
-             "used": was_used} for case, params, creds, environment, secrets, was_used in cases] + [
-        # The metadata server refuses, its error body holding the token: the failure repeats neither.
-        {"id": "gcp-metadata-server-refuses", "params": adc_params(by_token[METADATA_TOKEN], project_id="p"),
-         "creds": {}, "environment": dict(base, GCE_METADATA_HOST=refused_host, GCE_METADATA_IP=refused_host),
-         "secrets": [METADATA_TOKEN], "used": lambda: bool(refusing_meta.requests), "fails": True}]
 
 
 # -- issue 33: a token_uri that redirects, token answers of the wrong shape ---------------------------------------

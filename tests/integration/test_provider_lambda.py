@@ -7,23 +7,20 @@ page_token: str|null}``.
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 
-from tests.integration.fake_apis import (
-    discover,
-    json_reply,
-    placement,
-    topology_info_run,
-)
+from tests.integration.fake_apis import discover, placement, topology_info_run
 from tests.integration.fake_clouds import LAMBDA_PATH as PATH
 from tests.integration.fake_clouds import LAMBDA_TOKEN as TOKEN
 from tests.integration.fake_clouds import lambda_envelope as envelope
 from tests.integration.fake_clouds import lambda_instance as instance
 from tests.integration.fake_clouds import lambda_params as params
+from tests.integration.fake_lambda import ACCOUNT_TOKEN
+from tests.integration.fake_lambda import LRN
+from tests.integration.fake_lambda import oidc_route
 
 
 def route(request):
@@ -66,22 +63,6 @@ def test_token_from_the_environment(fake_http, monkeypatch):
     assert server.requests[0].headers["authorization"] == "Bearer from-env"
 
 
-ACCOUNT_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dG9wbyJ9.c2lnbmF0dXJl"
-MINTED = "lambda-minted-short-lived-key-71"
-LRN = "lrn:lambda:iam::ws-42:identity/topology"
-
-
-def oidc_route(request):
-    """The OIDC exchange (the projected token and the identity for a key), then the topology API with that key."""
-    if request.path == "/api/v1/oidc/token":
-        if request.method != "POST" or json.loads(request.body) != {"token": ACCOUNT_TOKEN, "identity_lrn": LRN}:
-            return json_reply({"error": "unauthorized", "echo": request.body.decode()}, status=401)
-        return json_reply({"data": {"access_token": MINTED, "expires_in": 3600}})
-    if request.headers.get("authorization") != f"Bearer {MINTED}":
-        return json_reply({"error": "unauthorized"}, status=401)
-    return envelope([instance("i-a", ["l", "s", "c"], "d", "1")])
-
-
 def test_workload_identity_exchanges_the_projected_token_for_a_key(fake_http, monkeypatch, tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text(ACCOUNT_TOKEN + "\n")
@@ -113,25 +94,6 @@ def test_neither_token_nor_identity_names_both_ways(fake_http, monkeypatch):
     with pytest.raises(TopologyError, match="needs creds.token .* or a workload identity: creds.identity_lrn"):
         discover("lambda", params(server, [{"region": "r", "instances": {"i-a": "n1"}}]))
     assert not server.requests
-
-
-def playbook_case(start_http, start_grpc):
-    server = start_http(lambda request: envelope([instance("i-a", ["l", "s", "c"], "d", "1")]))
-    return params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]), {"token": TOKEN}, [TOKEN], \
-        lambda: server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
-
-
-def workload_identity_case(start_http, start_grpc, tmp_path):
-    token_file = tmp_path / "token"
-    token_file.write_text(ACCOUNT_TOKEN)
-    server = start_http(oidc_route)
-    return (params(server, [{"region": "r", "instances": {"i-a": "gpu01"}}]),
-            {"identity_lrn": LRN, "token_file": str(token_file)}, [ACCOUNT_TOKEN, MINTED],
-            lambda: server.paths() == ["/api/v1/oidc/token", PATH])
-
-
-# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
-PLAYBOOK_FORMS = {"workload-identity": workload_identity_case}
 
 
 @pytest.mark.parametrize("bad", ["{}\x07", "{}\r\x07", "{}\u00e9"], ids=["bell", "cr", "non-ascii"])

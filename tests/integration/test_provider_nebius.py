@@ -13,17 +13,15 @@ from __future__ import annotations
 import json
 
 import grpc  # noqa: F401  # pylint: disable=unused-import  # a requirement: its absence fails, never skips
-import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from nebius.api.nebius.iam.v1 import CreateTokenResponse, ExchangeTokenRequest
+from nebius.api.nebius.iam.v1 import CreateTokenResponse
 from nebius.api.nebius.compute.v1 import ListInstancesRequest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
     HANG,
-    NO_WAIT,
     GrpcAbort,
     discover,
     json_reply,
@@ -32,9 +30,15 @@ from tests.integration.fake_apis import (
     topology_info_run,
 )
 from tests.integration.fake_nebius import METHOD, PROJECT, instance, page
-
-
-TOKEN = "nebius-iam-token-c0ffee"
+from tests.integration.fake_nebius import EXCHANGE
+from tests.integration.fake_nebius import EXCHANGED
+from tests.integration.fake_nebius import PUBLIC_KEY_ID
+from tests.integration.fake_nebius import SA_PEM
+from tests.integration.fake_nebius import SERVICE_ACCOUNT
+from tests.integration.fake_nebius import TOKEN
+from tests.integration.fake_nebius import exchange
+from tests.integration.fake_nebius import one_instance
+from tests.integration.fake_nebius import params
 
 
 def decoded_requests(server):
@@ -49,15 +53,6 @@ def paged_list(request, metadata):
                      instance("computeinstance-a3")], token="next-1")  # no infiniband_topology_path
     return page([instance("computeinstance-a4", ["core-1", "spine-2"]),  # 2 entries: ignored
                  instance("computeinstance-zz", ["x", "y", "z"])])  # not requested
-
-
-REQUESTED = [{"instances": {"computeinstance-a1": "h100-01", "computeinstance-a2": "h100-02",
-                            "computeinstance-a3": "h100-03", "computeinstance-a4": "h100-04",
-                            "computeinstance-a5": "h100-05"}}]
-
-
-def params(server, **extra):
-    return dict(NO_WAIT, instances=REQUESTED, project_id=PROJECT, endpoint=server.endpoint, tls=False, **extra)
 
 
 def test_pages_root_first_paths_nvl_group_domains_and_missing_instances(fake_grpc, monkeypatch):
@@ -138,39 +133,6 @@ def test_token_from_the_environment(fake_grpc, monkeypatch):
     assert server.requests[0][2]["authorization"] == "Bearer env-iam-token"
 
 
-EXCHANGE = "/nebius.iam.v1.TokenExchangeService/Exchange"
-SERVICE_ACCOUNT = "serviceaccount-e00sa"
-PUBLIC_KEY_ID = "publickey-e00key"
-SA_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-SA_PEM = SA_KEY.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()).decode()
-EXCHANGED = "nebius-exchanged-access-token-5a"
-
-
-def exchange(request, metadata):
-    """The IAM token service: an RFC 8693 exchange of the account's JWT, verified with its public key."""
-    asked = ExchangeTokenRequest.FromString(request)
-    if asked.grant_type != "urn:ietf:params:oauth:grant-type:token-exchange" or \
-            asked.subject_token_type != "urn:ietf:params:oauth:token-type:jwt":
-        raise GrpcAbort("INVALID_ARGUMENT", "not a JWT token exchange")
-    try:
-        claims = jwt.decode(asked.subject_token, SA_KEY.public_key(), algorithms=["RS256"],
-                            audience="token-service.iam.new.nebiuscloud.net")
-    except jwt.InvalidTokenError as exc:
-        raise GrpcAbort("UNAUTHENTICATED", f"bad subject token: {type(exc).__name__}") from None
-    if jwt.get_unverified_header(asked.subject_token).get("kid") != PUBLIC_KEY_ID or \
-            claims["iss"] != SERVICE_ACCOUNT or claims["sub"] != SERVICE_ACCOUNT:
-        raise GrpcAbort("UNAUTHENTICATED", "unknown key or account")
-    return CreateTokenResponse(access_token=EXCHANGED, issued_token_type="urn:ietf:params:oauth:token-type:access_token",
-                               token_type="Bearer", expires_in=3600).SerializeToString()
-
-
-def one_instance(request, metadata):
-    if metadata.get("authorization") not in (f"Bearer {TOKEN}", f"Bearer {EXCHANGED}"):
-        raise GrpcAbort("UNAUTHENTICATED", "unknown token")
-    return page([instance("computeinstance-a1", ["core-1", "spine-1", "leaf-1"], "nvlgroup-1")])
-
-
 @pytest.mark.parametrize("form", ["inline-key", "key-file", "credentials-file"])
 def test_a_service_account_key_is_exchanged_for_a_token_at_the_local_token_service(fake_grpc, tmp_path, form):
     server = fake_grpc({METHOD: one_instance, EXCHANGE: exchange})
@@ -227,33 +189,6 @@ def test_without_any_credential_the_forms_are_named(fake_grpc, monkeypatch):
     server = fake_grpc({METHOD: one_instance})
     with pytest.raises(TopologyError, match="needs creds.iam_token .* a service-account key .* creds.token_endpoint"):
         discover("nebius", params(server), {})
-
-
-def service_account_case(start_http, start_grpc, tmp_path):
-    server = start_grpc({METHOD: one_instance, EXCHANGE: exchange})
-    return (params(server), {"service_account_id": SERVICE_ACCOUNT, "public_key_id": PUBLIC_KEY_ID,
-                             "private_key": SA_PEM},
-            [SA_PEM.splitlines()[1], SA_PEM.splitlines()[-2], EXCHANGED],
-            lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}" for _m, _r, meta in server.requests))
-
-
-def credentials_file_case(start_http, start_grpc, tmp_path):
-    server = start_grpc({METHOD: one_instance, EXCHANGE: exchange})
-    path = tmp_path / "credentials.json"
-    path.write_text(json.dumps({"subject-credentials": {"alg": "RS256", "private-key": SA_PEM, "kid": PUBLIC_KEY_ID,
-                                                        "iss": SERVICE_ACCOUNT, "sub": SERVICE_ACCOUNT}}))
-    return (params(server), {"credentials_file": str(path)}, [SA_PEM.splitlines()[1], EXCHANGED],
-            lambda: any(meta.get("authorization") == f"Bearer {EXCHANGED}" for _m, _r, meta in server.requests))
-
-
-# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
-PLAYBOOK_FORMS = {"service-account-key": service_account_case, "credentials-file": credentials_file_case}
-
-
-def playbook_case(start_http, start_grpc):
-    server = start_grpc({METHOD: lambda request, metadata: page([instance("computeinstance-a1", ["a", "b", "c"])])})
-    return params(server), {"iam_token": TOKEN}, [TOKEN], \
-        lambda: server.requests[0][2]["authorization"] == f"Bearer {TOKEN}"
 
 
 @pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])

@@ -15,14 +15,8 @@ from tests.integration.fake_apis import (
 from tests.integration.fake_clouds import NSCALE_TOKEN as TOKEN
 from tests.integration.fake_clouds import nscale_offset_route as offset_route
 from tests.integration.fake_clouds import nscale_params as params
-
-FLEET = [{"instance_id": f"inst-{n}", "network_node_path": ["core-a", f"spine-{n // 4}", f"leaf-{n // 2}"],
-          "block_id": f"nvl-{n // 4}"} for n in range(7)] + [
-    {"instance_id": "inst-bare", "network_node_path": [], "block_id": None}]
-
-
-REQUESTED = [{"region": "glomfjord", "instances": {"inst-0": "n0", "inst-1": "n1", "inst-5": "n5",
-                                                   "inst-bare": "cpu1", "inst-gone": "cpu2"}}]
+from tests.integration.fake_nscale import FLEET
+from tests.integration.fake_nscale import REQUESTED
 
 
 def test_offset_paging_root_first_paths_block_domains_and_missing_instances(fake_http, monkeypatch):
@@ -45,9 +39,3 @@ def test_token_from_the_environment(fake_http, monkeypatch):
     server = fake_http(offset_route([]))
     discover("nscale", params(server, REQUESTED))
     assert server.requests[0].headers["authorization"] == "Bearer env-token"
-
-
-def playbook_case(start_http, start_grpc):
-    server = start_http(offset_route(FLEET))
-    return params(server, REQUESTED), {"token": TOKEN}, [TOKEN], \
-        lambda: server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"

@@ -14,118 +14,27 @@ import base64
 import datetime
 import hashlib
 import json
-import re
 import time
 
 import jwt
 
 import pytest
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
-from tests.integration.fake_apis import (
-    HANG,
-    NO_WAIT,
-    Pages,
-    discover,
-    json_reply,
-    placement,
-    slurm_topology_run,
-    text_reply,
-    topology_info_run,
-)
+from tests.integration.fake_apis import discover, json_reply, placement, text_reply, topology_info_run
 from tests.integration.fake_oci import AD1, AD2, CREDS, FINGERPRINT, KEY, PASSPHRASE, PEM, TENANCY, USER
-
-
-def _signature_fields(header):
-    """The ``name="value"`` parameters of an ``Authorization: Signature ...`` header, and its signed header names."""
-    fields = dict(re.findall(r'(\w+)="([^"]*)"', header[len("Signature "):]))
-    return fields, fields.get("headers", "").split()
-
-
-def _signature_mismatch(request, key, fields, names):
-    """None when ``fields``' signature over the headers ``names`` of ``request`` verifies with ``key``."""
-    lines = [f"(request-target): {request.method.lower()} {request.raw_path}" if name == "(request-target)"
-             else f"{name}: {request.headers[name]}" for name in names]
-    try:
-        key.public_key().verify(base64.b64decode(fields.get("signature", "")), "\n".join(lines).encode(),
-                                padding.PKCS1v15(), hashes.SHA256())
-    except InvalidSignature:
-        return "the signature does not verify"
-    return None
-
-
-def signature_problem(request, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
-    """None when the request carries a valid OCI signature by ``key`` under ``key_id``; else what is wrong.
-
-    The draft-cavage form the OCI SDK sends: ``Signature`` then ``name="value"`` parameters in any order.
-    """
-    header = request.headers.get("authorization", "")
-    if not header.startswith("Signature "):
-        return "no Signature authorization header"
-    fields, names = _signature_fields(header)
-    if fields.get("keyId") != key_id or fields.get("algorithm") != "rsa-sha256" or fields.get("version") != "1" \
-            or names != ["date", "(request-target)", "host"]:
-        return f"unexpected keyId, algorithm or signed headers: {fields.get('algorithm')} {names}"
-    return _signature_mismatch(request, key, fields, names)
-
-
-def host(host_id, instance_id, local=None, network=None, island=None, fabric=None, rack=None):
-    summary = {"id": host_id, "instanceId": instance_id, "availabilityDomain": AD1, "compartmentId": TENANCY,
-               "shape": "BM.GPU.GB200.4", "lifecycleState": "IN_USE", "health": "HEALTHY",
-               "localBlockId": local, "networkBlockId": network, "hpcIslandId": island, "gpuMemoryFabricId": fabric}
-    summary = {k: v for k, v in summary.items() if v is not None}
-    detail = dict(summary, additionalData={"locationDetails": {"rack": rack, "building": "B1"}} if rack else {})
-    return summary, detail
-
-
-HOSTS = {
-    "h1": host("ocid1.computehost.h1", "ocid1.instance.i1", "lb-1", "nb-1", "hi-1", "gmf-1", "R01"),
-    "h2": host("ocid1.computehost.h2", "ocid1.instance.i2", "lb-1", "nb-1", "hi-1", "gmf-1"),
-    "h3": host("ocid1.computehost.h3", "ocid1.instance.i3", "lb-2", "nb-1", "hi-1", "gmf-2", "R02"),
-    "h4": host("ocid1.computehost.h4", "ocid1.instance.i4", "lb-3", None, "hi-1"),  # no network block
-    "h5": host("ocid1.computehost.h5", "ocid1.instance.other", "lb-9", "nb-9", "hi-9"),  # not requested
-}
-
-
-def make_route(pages=None, key=KEY, key_id=f"{TENANCY}/{USER}/{FINGERPRINT}"):
-    def route(request):
-        problem = signature_problem(request, key, key_id)
-        if problem:
-            return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
-        path = request.path.split("/20160918", 1)[-1]
-        if path == "/availabilityDomains":
-            assert request.query == {"compartmentId": TENANCY}
-            return json_reply([{"name": AD1, "id": "ocid1.ad.1", "compartmentId": TENANCY},
-                               {"name": AD2, "id": "ocid1.ad.2", "compartmentId": TENANCY}])
-        if path == "/computeHosts":
-            if request.query["availabilityDomain"] == AD2:
-                return json_reply({"items": []})
-            page = (pages or {}).get(request.query.get("page"))
-            if callable(page):
-                page = page(request)
-            if page is not None:
-                return page
-            if request.query.get("page") is None:
-                return json_reply({"items": [HOSTS[h][0] for h in ("h1", "h2", "h5")]}, headers={"opc-next-page": "p2"})
-            return json_reply({"items": [HOSTS[h][0] for h in ("h3", "h4")]})
-        for pair in HOSTS.values():
-            if path == f"/computeHosts/{pair[0]['id']}":
-                return json_reply(pair[1])
-        return json_reply({"code": "NotAuthorizedOrNotFound"}, status=404)
-    return route
-
-
-REQUESTED = [{"region": "us-phoenix-1", "instances": {"ocid1.instance.i1": "gb-n01", "ocid1.instance.i2": "gb-n02",
-                                                      "ocid1.instance.i3": "gb-n03", "ocid1.instance.i4": "gb-n04",
-                                                      "ocid1.instance.i5": "gb-n05"}}]
-
-
-def params(server, instances=None, **extra):
-    return dict(NO_WAIT, instances=instances or REQUESTED, identity_url=f"{server.url}/{{region}}/identity",
-                compute_url=f"{server.url}/{{region}}/iaas", **extra)
+from tests.integration.fake_oci import ODD_PASSPHRASE
+from tests.integration.fake_oci import SESSION_KEY
+from tests.integration.fake_oci import SESSION_TOKEN
+from tests.integration.fake_oci import _signature_fields
+from tests.integration.fake_oci import _signature_mismatch
+from tests.integration.fake_oci import config_file
+from tests.integration.fake_oci import make_route
+from tests.integration.fake_oci import params
+from tests.integration.fake_oci import pem
+from tests.integration.fake_oci import signature_problem
 
 
 def test_signed_requests_hosts_blocks_fabric_domains_normalised_names(fake_http, monkeypatch):
@@ -166,41 +75,6 @@ def test_a_bad_passphrase_is_a_clear_error_without_the_key(fake_http):
     assert "PRIVATE KEY" not in str(info.value) and not server.requests
 
 
-def test_a_repeated_page_token_stops_with_an_error(fake_http):
-    server = fake_http(make_route({"p2": json_reply({"items": []}, headers={"opc-next-page": "p2"})}))
-    with pytest.raises(RemoteAPIError, match="page token 'p2' twice"):
-        discover("oci", params(server), CREDS)
-
-
-def test_throttling_honours_retry_after_then_5xx_backs_off(fake_http, sleeps):
-    pages = Pages(json_reply({"code": "TooManyRequests"}, 429, {"Retry-After": "2"}),
-                  json_reply({"code": "InternalServerError"}, 500),
-                  json_reply({"items": [HOSTS["h1"][0]]}))
-    server = fake_http(make_route({"p2": pages}))
-    topology, _warnings = discover("oci", dict(params(server), retry_backoff=0.125, retry_after_max=60), CREDS)
-    assert sleeps == [2.0, 0.25] and pages.calls == 3
-    assert topology.nodes["gb-n01"].domain == "gmf-1"
-
-
-def test_5xx_retries_are_bounded(fake_http, sleeps):
-    server = fake_http(make_route({"p2": json_reply({"code": "ServiceUnavailable"}, 503)}))
-    with pytest.raises(RemoteAPIError, match=r"OCI ListComputeHosts in Uocm:PHX-AD-1: HTTP 503 after 2 attempts"):
-        discover("oci", dict(params(server), retry_attempts=2), CREDS)
-
-
-def test_timeouts_are_retried_then_reported(fake_http, sleeps):
-    server = fake_http(make_route({"p2": HANG}))
-    with pytest.raises(RemoteAPIError, match="ReadTimeout after 2 attempts"):
-        discover("oci", dict(params(server), timeout=0.3, retry_attempts=2), CREDS)
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_http, monkeypatch, tmp_path):
-    server = fake_http(make_route({"p2": json_reply({"data": "not a ComputeHostCollection"})}))
-    dest = tmp_path / "topology.conf"
-    result = slurm_topology_run(monkeypatch, "oci", params(server), dest, CREDS)
-    assert result["failed"] and "expected a ComputeHostCollection" in result["msg"] and not dest.exists()
-
-
 def test_credentials_from_the_oci_cli_environment(fake_http, monkeypatch, tmp_path):
     key_file = tmp_path / "oci_api_key.pem"
     key_file.write_text(PEM)
@@ -211,28 +85,6 @@ def test_credentials_from_the_oci_cli_environment(fake_http, monkeypatch, tmp_pa
     server = fake_http(make_route())
     topology, _warnings = discover("oci", params(server))
     assert topology.nodes["gb-n01"].switch == "lb-1"
-
-
-SESSION_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-# A session token or RPST is a JWT; the SDK reads its claims (tenancy, expiry) unverified, the API verifies it.
-SESSION_TOKEN = jwt.encode({"sub": USER, "tenant": TENANCY, "res_tenant": TENANCY, "res_compartment": TENANCY,
-                            "exp": int(time.time()) + 3600, "iat": int(time.time())}, "a test key that only the fake API would hold, 32+ bytes",
-                           algorithm="HS256")
-# A passphrase with the characters a config file, a shell or a YAML scalar treat specially (a "{{" in a
-# playbook is Jinja: such a value is given !unsafe or from a vault, as any Ansible value).
-ODD_PASSPHRASE = 'p%s"\\$HOME {x} #;=\''
-
-
-def pem(key, passphrase=None):
-    encryption = serialization.BestAvailableEncryption(passphrase.encode()) if passphrase else \
-        serialization.NoEncryption()
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption).decode()
-
-
-def config_file(tmp_path, text):
-    path = tmp_path / "oci-config"
-    path.write_text(text)
-    return str(path)
 
 
 def test_a_config_file_profile_signs_with_its_key_and_the_passphrase_from_creds(fake_http, tmp_path):
@@ -402,42 +254,6 @@ def test_instance_principal_federates_the_metadata_certificate_and_signs_with_th
     assert api and all(signature_problem(r, _PublicKeyHolder(service.session_public), f"ST${service.token}") is None
                        for r in api)
     assert api[0].query == {"compartmentId": TENANCY}  # the tenancy from the leaf certificate
-
-
-def playbook_case(start_http, start_grpc):
-    server = start_http(make_route())
-    return params(server), CREDS, [PASSPHRASE, PEM.splitlines()[1]], lambda: all(
-        signature_problem(request) is None for request in server.requests)
-
-
-def config_file_case(start_http, start_grpc, tmp_path):
-    key_file = tmp_path / "api_key.pem"
-    key_file.write_text(pem(KEY, ODD_PASSPHRASE))
-    path = config_file(tmp_path, f"[TOPOLOGY]\nuser={USER}\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
-                                 f"key_file={key_file}\n")
-    server = start_http(make_route())
-    return (params(server), {"auth": "config_file", "config_file": path, "profile": "TOPOLOGY",
-                             "passphrase": ODD_PASSPHRASE}, [ODD_PASSPHRASE],
-            lambda: bool(server.requests) and all(signature_problem(request) is None for request in server.requests))
-
-
-def session_token_case(start_http, start_grpc, tmp_path):
-    token_file, key_file = tmp_path / "token", tmp_path / "session_key.pem"
-    token_file.write_text(SESSION_TOKEN)
-    session_pem = pem(SESSION_KEY)
-    key_file.write_text(session_pem)
-    path = config_file(tmp_path, f"[SESSION]\nfingerprint={FINGERPRINT}\ntenancy={TENANCY}\n"
-                                 f"key_file={key_file}\nsecurity_token_file={token_file}\n")
-    server = start_http(make_route(key=SESSION_KEY, key_id=f"ST${SESSION_TOKEN}"))
-    # The token travels in every request's keyId: it must still never reach the output.
-    return (params(server), {"auth": "security_token", "config_file": path, "profile": "SESSION"},
-            [SESSION_TOKEN, session_pem.splitlines()[1]],
-            lambda: bool(server.requests) and all(
-                signature_problem(request, SESSION_KEY, f"ST${SESSION_TOKEN}") is None for request in server.requests))
-
-
-# Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
-PLAYBOOK_FORMS = {"config-file-profile": config_file_case, "session-token": session_token_case}
 
 
 @pytest.mark.parametrize("bad", ["{}\n", "{}\r\n", "{}\u00e9"], ids=["newline", "crlf", "non-ascii"])

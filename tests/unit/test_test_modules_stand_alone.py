@@ -2,9 +2,10 @@
 (``tests/unit/helpers.py``, ``tests/integration/fake_*.py``, ``*_support.py``) or a ``conftest.py``.
 
 Importing a test module runs its collection-time code again and ties two files' tests together; a
-helper moved or renamed in one silently breaks the other. Only import statements of this project's
-modules are read: ``test_provider_creds_playbook.py`` still loads each provider's test module with
-importlib for its ``playbook_case`` (CONTRIBUTING.md, "Adding a provider", step 7), by convention.
+helper moved or renamed in one silently breaks the other. Import statements of this project's modules
+are read, and no test module loads another with importlib either: ``test_provider_creds_playbook.py``
+takes each provider's ``playbook_case`` from its ``fake_<name>.py`` helpers module (CONTRIBUTING.md,
+"Adding a provider", step 7).
 """
 
 from __future__ import annotations
@@ -49,3 +50,24 @@ def test_the_check_sees_every_spelling():
               "from aiohttp.test_utils import TestServer\n")
     assert imported_test_modules(source) == ["tests.integration.test_awx", "test_command",
                                              "module_utils.test_command", "tests.unit.test_x"]
+
+
+def loaded_test_modules(source):
+    """The ``importlib.import_module`` calls of ``source`` whose name (a string or an f-string) names a test module."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module":
+            name = node.args[0] if node.args else None
+            text = "".join(part.value for part in ast.walk(name) if isinstance(part, ast.Constant)
+                           and isinstance(part.value, str)) if name is not None else ""
+            if _is_test(text) or ".test_" in text or text.startswith("test_"):
+                found.append(text)
+    return found
+
+
+def test_no_test_module_loads_another_with_importlib():
+    found = {str(path.relative_to(TESTS)): loaded_test_modules(path.read_text(encoding="utf-8"))
+             for path in sorted(TESTS.rglob("*.py"))}
+    assert {path: names for path, names in found.items() if names} == {}
+    assert loaded_test_modules('importlib.import_module(f"tests.integration.test_provider_{name}")') == [
+        "tests.integration.test_provider_"]

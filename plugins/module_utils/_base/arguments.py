@@ -111,24 +111,30 @@ class ArgumentSpec:
     collection) that document exactly these options; ``options_class``, where the concern has one,
     is the dataclass its consumer (an engine) takes, built by ``build``: the defaults are stated
     here once, and a caller outside Ansible (a test, an event source) gets the same ones.
+
+    ``checks``: what Ansible's constraint words cannot say in the collection's wording (a provider's
+    ``preset`` that sets labels given too, two credentials that go together): functions of the
+    checked values that return a message, or None. ``check`` runs them after the validator: the
+    providers' params and creds are checked so (``_providers.validate``), with every unknown key an error.
     """
 
     CONSTRAINTS = ("mutually_exclusive", "required_one_of", "required_together", "required_if", "required_by")
 
-    def __init__(self, argument_spec, fragments=(), options_class=None, **constraints):
+    def __init__(self, argument_spec, fragments=(), options_class=None, checks=(), **constraints):
         unknown = set(constraints) - set(self.CONSTRAINTS)
         if unknown:
             raise TypeError(f"unknown constraints: {', '.join(sorted(unknown))}")
         self.argument_spec = dict(argument_spec)
         self.fragments = tuple(fragments)
         self.options_class = options_class
+        self.checks = tuple(checks)
         self.constraints = {name: list(constraints.get(name) or ()) for name in self.CONSTRAINTS
                             if name != "required_by"}
         self.constraints["required_by"] = dict(constraints.get("required_by") or {})
 
     def merge(self, *others):
         """A new spec with the options and constraints of this one and ``others``; an option twice is an error."""
-        merged = ArgumentSpec(self.argument_spec, self.fragments)
+        merged = ArgumentSpec(self.argument_spec, self.fragments, checks=self.checks)
         merged.constraints = {name: list(value) if name != "required_by" else dict(value)
                               for name, value in self.constraints.items()}
         for other in others:
@@ -137,6 +143,7 @@ class ArgumentSpec:
                 raise ValueError(f"options in two argument specs: {', '.join(sorted(twice))}")
             merged.argument_spec.update(other.argument_spec)
             merged.fragments += other.fragments
+            merged.checks += other.checks
             for name, value in other.constraints.items():
                 if name == "required_by":
                     merged.constraints[name].update(value)
@@ -159,7 +166,22 @@ class ArgumentSpec:
         own = {key: value for key, value in (params or {}).items() if key in self.argument_spec}
         return validate(own, self.argument_spec, where, none_is_unset=True)
 
-    def build(self, params, where="options"):
-        """The ``options_class`` instance of this spec's options in ``params``: the one way to build it."""
+    def check(self, value, where, prefix="", secret=False):
+        """``value`` (the whole mapping: a key not in the spec is an error) checked, defaults filled in, then ``checks``.
+
+        ``where``, ``prefix`` and ``secret`` as for ``validate``; the checks' messages come after ``prefix`` too.
+        """
+        values = validate(value, self.argument_spec, where, prefix=prefix, secret=secret)
+        problems = [message for message in (check(values) for check in self.checks) if message]
+        if problems:
+            raise TopologyError(prefix + "; ".join(problems))
+        return values
+
+    def build(self, params, where="options", **given):
+        """The ``options_class`` instance of this spec's options in ``params``: the one way to build it.
+
+        ``given``: what the options class takes besides this spec's options (values of another concern,
+        already built), passed on as they are.
+        """
         values = self.validate(params, where)
-        return self.options_class(**{key: values.get(key) for key in self.argument_spec})
+        return self.options_class(**{key: values.get(key) for key in self.argument_spec}, **given)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import Kind
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
@@ -61,10 +62,18 @@ def kinds(set_name):
 
 
 class Options:
-    """What to render: consumers, names, which levels, the flavor's node labels."""
+    """What to render and write: consumers, names, which levels, the flavor's node labels, cleanup and recreate.
 
+    Built by ``SCHEDULER.build(params, keys=..., node_selector=..., no_topology_value=...)``: the spec below states
+    each default once; ``keys``, ``node_selector`` and ``no_topology_value`` are the label keys' concern
+    (``k8s_module.LABEL_KEYS_ARG_SPEC``). The flavor selects the nodes of ``node_selector`` unless
+    ``flavor_node_labels`` says otherwise.
+    """
+
+    # pylint: disable-next=too-many-arguments
     def __init__(self, consumers, keys, name=DEFAULT_NAME, flavor_name=None, flavor_node_labels=None,
-                 fabric_tiers=None, sub_domain=False, hostname=True, no_topology_value=None):
+                 fabric_tiers=None, sub_domain=False, hostname=True, no_topology_value=None, node_selector=None,
+                 cleanup=True, recreate=False):
         if not isinstance(consumers, (list, tuple)) or not consumers:
             raise TopologyError(f"consumers must be a non-empty list of {', '.join(CONSUMERS)}")
         unknown = [c for c in consumers if c not in CONSUMERS]
@@ -77,7 +86,8 @@ class Options:
         self.flavor_name = flavor_name or name
         _labels.check_object_name(self.flavor_name, "flavor_name")
         _check_value(name, "name")  # it is the value of our set label too
-        self.flavor_node_labels = dict(flavor_node_labels or {})
+        self.node_selector = node_selector
+        self.flavor_node_labels = dict(flavor_node_labels or node_selector or {})
         for key, value in self.flavor_node_labels.items():
             _labels.check_label_key(key, "flavor_node_labels key")
             _check_value(value, f"flavor_node_labels[{key!r}]")
@@ -96,15 +106,23 @@ class Options:
         self.sub_domain = bool(sub_domain)
         self.hostname = bool(hostname)
         self.no_topology_value = no_topology_value
+        self.cleanup = bool(cleanup)
+        self.recreate = bool(recreate)
         _check_level_keys(self)
 
-    @classmethod
-    def from_params(cls, params, keys):
-        """From the module's parameters; the flavor selects the nodes of ``node_selector`` unless told otherwise."""
-        return cls(params["consumers"], keys, name=params["name"], flavor_name=params.get("flavor_name"),
-                   flavor_node_labels=params.get("flavor_node_labels") or params.get("node_selector"),
-                   fabric_tiers=params.get("fabric_tiers"), sub_domain=params.get("sub_domain"),
-                   hostname=params.get("hostname", True), no_topology_value=params.get("no_topology_value"))
+
+# k8s_scheduler_topology's own options (its DOCUMENTATION), stated once; ``build`` makes the engine's Options.
+SCHEDULER = ArgumentSpec({
+    "consumers": {"type": "list", "elements": "str", "required": True},
+    "name": {"type": "str", "default": DEFAULT_NAME},
+    "flavor_name": {"type": "str"},
+    "flavor_node_labels": {"type": "dict"},
+    "fabric_tiers": {"type": "int"},
+    "sub_domain": {"type": "bool", "default": False},
+    "hostname": {"type": "bool", "default": True},
+    "cleanup": {"type": "bool", "default": True},
+    "recreate": {"type": "bool", "default": False},
+}, options_class=Options)
 
 
 def _check_level_keys(options):

@@ -6,6 +6,9 @@
   with the collection's one validator (``_arguments.validate``, as providers and the inventory
   plugin): an unknown option, a wrong type or a bad value is an error that names the option,
   never a silent idle loop.
+* ``SCONTROL_SPEC`` and ``scontrol_options``: the ``slurm_nodes`` source's scontrol options, its
+  ``command_timeout`` the very option (and default) of the modules' ``scontrol_timeout``, built into the
+  modules' ``ScontrolOptions`` by their spec (``_base/scontrol.py``).
 * ``Debouncer``: the one trailing debounce every source uses. Changes arrive with ``add()``; one
   event leaves ``delay`` seconds after the last change of a burst, or ``max_wait`` seconds after its
   first change when the burst never pauses. The event carries what changed (bounded).
@@ -41,6 +44,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     clip,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import MAX_VALUE_LENGTH
+from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
 
 __all__ = ["AifactoryTopologyError", "RemoteAPIError", "TopologyError"]  # re-exported for the event sources
 EVENT_KEY = "topology_change"
@@ -127,6 +131,17 @@ DEBOUNCE_SPEC = {
     "max_wait": {"type": "float", "default": DEFAULT_MAX_WAIT},
 }
 STATS_SPEC = {"stats_interval": {"type": "float", "default": STATS_INTERVAL}}
+# How the slurm_nodes source runs scontrol: a command line, and the modules' scontrol_timeout (one default).
+SCONTROL_SPEC = {
+    "scontrol": {"type": "list", "elements": "str", "default": ["scontrol"]},
+    "command_timeout": SCONTROL.argument_spec["scontrol_timeout"],
+}
+
+
+def scontrol_options(args):
+    """The ``ScontrolOptions`` of a source's checked arguments (``SCONTROL_SPEC``), built as the modules build theirs."""
+    return SCONTROL.build({"scontrol_timeout": args["command_timeout"]}, where="options",
+                          command_line=tuple(args["scontrol"]))
 
 
 # -- bad messages and the counts that make them visible ------------------------------------------

@@ -35,12 +35,6 @@ SHRINK_GUARD = ArgumentSpec({
     "force": {"type": "bool", "default": False},
 }, fragments=["render.SHRINK_GUARD"])
 
-# How the modules that ask Slurm run scontrol (doc fragment scontrol).
-SCONTROL = ArgumentSpec({
-    "scontrol_path": {"type": "str", "default": "scontrol"},
-    "scontrol_timeout": {"type": "float", "default": 60.0},
-}, fragments=["scontrol"])
-
 
 def provider_spec(model=False, output_file=False):
     """``PROVIDER``, with ``MODEL`` (and its constraints: one source of the topology) and ``OUTPUT_FILE``."""

@@ -31,10 +31,13 @@ def run(module):
     warn, warnings = warning_collector(module)
 
     def work():
-        options = engine.Options.from_params(module.params, k8s_module.label_keys(module.params))
+        params = module.params
+        options = engine.SCHEDULER.build(params, keys=k8s_module.label_keys(params),
+                                         node_selector=params["node_selector"],
+                                         no_topology_value=params["no_topology_value"])
         topology = load_topology(module, warn)
         client, write_options = k8s_module.connect(module, FIELD_MANAGER)
-        return reconcile(client, topology, options, write_options, module.params, warn, module._diff)
+        return reconcile(client, topology, options, write_options, warn, module._diff)
 
     k8s_module.run(module, work, warnings)
 
@@ -70,12 +73,10 @@ def _warn_findings(findings, summary, warn):
              f"native gang take each as one domain: {shown}")
 
 
-def reconcile(client, topology, options, write_options, params=None, warn=None, diff=False):
-    """The k8s_scheduler_topology module without Ansible: a result dict (``params``: node_selector, cleanup,
-    recreate)."""
-    params = params or {}
+def reconcile(client, topology, options, write_options, warn=None, diff=False):
+    """The k8s_scheduler_topology module without Ansible: a result dict (``options``: ``engine.SCHEDULER.build``)."""
     warn = warn or (lambda message: None)
-    selection = options.flavor_node_labels if "kueue" in options.consumers else params.get("node_selector")
+    selection = options.flavor_node_labels if "kueue" in options.consumers else options.node_selector
     listed = list_selected(client, selection)
     rendered = engine.render(topology, options, selected=set(listed), warn=warn)
     findings, summary = rendered["findings"], dict(rendered["summary"])
@@ -87,8 +88,8 @@ def reconcile(client, topology, options, write_options, params=None, warn=None, 
     if on_nodes:
         warn(f"{len(on_nodes)} of the {len(listed)} selected nodes lack a level label on the server (not labelled "
              f"yet, or not by these keys): {hostlist.compress(sorted(on_nodes))[:500]}")
-    report = k8s_objects.reconcile(client, kinds, rendered["desired"], write_options, params.get("cleanup", True),
-                                   params.get("recreate", False), advice=ADVICE)
+    report = k8s_objects.reconcile(client, kinds, rendered["desired"], write_options, options.cleanup,
+                                   options.recreate, advice=ADVICE)
     result = {
         "levels": rendered["levels"],
         "objects": [obj for objects in rendered["objects"].values() for obj in objects],

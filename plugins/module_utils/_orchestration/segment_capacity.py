@@ -9,6 +9,7 @@ import gc
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import segment_capacity
+from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 
 
@@ -17,9 +18,10 @@ def run(module):
     params = module.params
     warn, warnings = warning_collector(module)
 
+    scontrol = SCONTROL.build(params)
+
     def read_scontrol_json():
-        return _command.run_checked([params["scontrol_path"], "show", "nodes", "--json"],
-                                    timeout=params["scontrol_timeout"])
+        return _command.run_checked(scontrol.command("show", "nodes", "--json"), timeout=scontrol.scontrol_timeout)
 
     # Hundreds of thousands of small objects and no cycles: the cyclic collector only costs time here.
     gc.disable()

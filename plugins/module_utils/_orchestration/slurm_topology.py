@@ -8,6 +8,7 @@ import contextlib
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
+from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_files, slurm_options
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
@@ -19,8 +20,10 @@ def run(module):
     params = module.params
     warn, warnings = warning_collector(module)
 
+    scontrol_options = SCONTROL.build(params)
+
     def scontrol(args):
-        return _command.run_checked([params["scontrol_path"], *args], timeout=params["scontrol_timeout"])
+        return _command.run_checked(scontrol_options.command(*args), timeout=scontrol_options.scontrol_timeout)
 
     def resolve_partition(partition):
         try:

@@ -3,17 +3,16 @@
 """Providers: each turns one source of truth into the canonical Topology.
 
 A provider is a function ``discover(params, creds, warn) -> Topology`` in a module of this
-package; ``_specs.PROVIDERS`` names it and holds the argument specs of its params and creds.
-``discover`` validates both against those specs (``_arguments.validate``: Ansible's
+package; ``_specs.PROVIDERS`` names it and holds the ``ArgumentSpec`` objects of its params and
+creds. ``discover`` validates both against them (``ArgumentSpec.check``: Ansible's
 ``ArgumentSpecValidator`` for types, choices, required and defaults, unknown keys at every level,
-creds values masked), then imports only the provider it runs.
+creds values masked, then the spec's own checks), then imports only the provider it runs.
 """
 
 from __future__ import annotations
 
 import math
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
 from ansible_collections.aifactory.topology.plugins.module_utils._base import deadline as _deadline
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
@@ -23,7 +22,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers._spe
 
 def _validated(name, section, value, spec):
     # Every value of creds is masked in the validator's messages.
-    return _arguments.validate(value, spec, section, prefix=f"provider {name}: ", secret=section == "creds")
+    return spec.check(value, section, prefix=f"provider {name}: ", secret=section == "creds")
 
 
 def validate(name, params=None, creds=None):
@@ -93,7 +92,7 @@ def discover(name, params=None, creds=None, warn=None, k8s_client=None):
     warn = warn or (lambda message: None)
     # One registry of the run's secrets: every message that leaves the provider is scrubbed of them.
     with _deadline.discovery_deadline(deadline), _secrets.scope():
-        _register_secrets(creds, PROVIDERS[name].creds)
+        _register_secrets(creds, PROVIDERS[name].creds.argument_spec)
         try:
             topology = load(name)(params, creds, _secrets.scrubbing(warn), **shared)
             for record in topology.quarantined.values():

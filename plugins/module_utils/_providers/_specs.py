@@ -3,8 +3,10 @@
 """The provider registry: each provider's module and the argument specs of its params and creds.
 
 Pure data, cheap to import: the registry is read (to validate, to document) without importing
-any provider or its SDK. Specs are Ansible argument specs (``type``, ``choices``, ``required``,
-``default``, ``no_log``, ``options``, ``elements``, ``aliases``), checked once, centrally, with
+any provider or its SDK. Each provider's params and its creds are one ``ArgumentSpec`` object each
+(``_base/arguments.py``): the Ansible argument spec (``type``, ``choices``, ``required``,
+``default``, ``no_log``, ``options``, ``elements``, ``aliases``) and the checks that go with it
+(``node_labels``' preset, ``aws``' key pair), checked once, centrally, with
 ``ArgumentSpecValidator`` before discovery (``_providers.validate``). Each option also carries a
 ``description`` (markdown, backticks for literals): ``tools/provider_docs.py`` generates the
 parameter tables of ``docs/providers/*.md`` and the ``provider`` doc fragment from it, and
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import DEFAULT_DISCOVERY_TIMEOUT
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import AUTH_OPTIONS
 
-# module: the file in _providers/; function: its discover function; doc: the provider's page.
+# module: the file in _providers/; function: its discover function; params, creds: ArgumentSpec objects;
+# doc: the provider's page.
 Provider = namedtuple("Provider", "module function params creds doc summary")
 
 SOURCES = ("nvidia_smi", "nvidia-smi", "none")
@@ -105,6 +109,26 @@ HTTP_SETTINGS = {
 }
 
 
+def _preset_conflict(params):
+    """node_labels: a ``preset`` names its labels; ``fabric_labels`` or ``accelerator_label`` given too is an error."""
+    given = [key for key in ("fabric_labels", "accelerator_label") if params.get(key) is not None]
+    if params.get("preset") is None or not given:
+        return None
+    return (f"params.preset {params['preset']} sets {' and '.join(given)}; leave {'them' if len(given) > 1 else 'it'} "
+            "out, or name every label without the preset")
+
+
+def _aws_key_pair(creds):
+    """aws: a key id and its secret key go together; without either, boto3's default credential chain applies."""
+    if bool(creds.get("access_key_id")) == bool(creds.get("secret_access_key")):
+        return None
+    return ("the aws provider needs both creds.access_key_id and creds.secret_access_key, or neither (then boto3's "
+            "default credential chain applies)")
+
+
+NO_CREDS = ArgumentSpec({})
+
+
 def _cloud_params(page_size, page_size_means, extra, region="region"):
     """The params every cloud provider takes, plus its own."""
     spec = {
@@ -137,19 +161,19 @@ def _with_accelerator(spec, invalid_nodes=None):
     return spec
 
 
-SIMULATION_PARAMS = _with_accelerator({
+SIMULATION_PARAMS = ArgumentSpec(_with_accelerator({
     "model_path": {"type": "path", "required": True,
                    "description": "The NVIDIA Topograph simulation model YAML file (`switches`, `blocks`), read unchanged."},
     "normalize_switch_names": {"type": "bool", "default": False,
                                "description": "Name switches `switch.<tier>.<n>`, as Topograph's OCI providers do."},
-}, DECLARED_INVALID_NODES)
+}, DECLARED_INVALID_NODES))
 
 _SUB_DOMAIN = {
     "name": {"type": "str", "description": "The sub-domain (for example an NVLink tray group)."},
     "nodes": {"type": "raw", "description": "Its nodes: a hostlist string or a list of them."},
     "switch": {"type": "str", "description": "Their leaf switch; default the domain's."},
 }
-INVENTORY_PARAMS = _with_accelerator({
+INVENTORY_PARAMS = ArgumentSpec(_with_accelerator({
     "domains": {
         "type": "list", "elements": "dict",
         "description": "Racks (accelerator domains) in physical order. A domain without nodes is a declared rack "
@@ -175,9 +199,9 @@ INVENTORY_PARAMS = _with_accelerator({
     },
     "hosts": {"type": "dict",
               "description": "Hostname to a mapping of `domain`, `switch` and `sub_domain`, for example built from hostvars."},
-}, DECLARED_INVALID_NODES)
+}, DECLARED_INVALID_NODES))
 
-INFINIBAND_PARAMS = _with_accelerator({
+INFINIBAND_PARAMS = ArgumentSpec(_with_accelerator({
     "ibnetdiscover": {"type": "dict",
                       "description": "Node to the text `ibnetdiscover` printed there, or the registered result of the "
                                      "task (its `stdout` is read; a failed result is an error); or to a list of them, "
@@ -218,42 +242,42 @@ INFINIBAND_PARAMS = _with_accelerator({
                              "description": "Only HCAs that match count (`[mlx5_0]`, `['mlx5_[02-9]']`)."},
                  "exclude": {"type": "list", "elements": "str", "description": "HCAs that match do not count."},
              }},
-})
+}))
 
-NETQ_PARAMS = _with_accelerator(dict({
+NETQ_PARAMS = ArgumentSpec(_with_accelerator(dict({
     "api_url": {"type": "str", "required": True, "description": "NetQ's base URL, such as `https://netq.example.com`."},
     "nmx_url": {"type": "str", "description": "NMX's base URL; default `api_url`."},
     "nmx": {"type": "bool", "default": True, "description": "Read NVLink domains from NMX; `false` skips it."},
     "nodes": {"type": "raw",
               "description": "The cluster's nodes (list or hostlist); default every host of the graph. Listed nodes "
                              "NetQ does not know are kept without a switch and named in a warning."},
-}, **HTTP_SETTINGS))
-NETQ_CREDS = {
+}, **HTTP_SETTINGS)))
+NETQ_CREDS = ArgumentSpec({
     "username": {"type": "str", "description": "NetQ (and NMX) user; else `NETQ_USERNAME`."},
     "password": {"type": "str", "no_log": True, "description": "Its password; else `NETQ_PASSWORD`."},
-}
+})
 
-AWS_PARAMS = _cloud_params(100, "`MaxResults` when a region has more than 100 instances", {
+AWS_PARAMS = ArgumentSpec(_cloud_params(100, "`MaxResults` when a region has more than 100 instances", {
     "endpoint_url": {"type": "str", "description": "Another EC2 endpoint (a VPC endpoint, a test server)."},
     "profile": {"type": "str", "description": "A named profile from `~/.aws/config`."},
-}, region="AWS region")
-AWS_CREDS = {
+}, region="AWS region"))
+AWS_CREDS = ArgumentSpec({
     "access_key_id": {"type": "str", "no_log": True,
                       "description": "Static or temporary key id; without keys boto3's default chain applies "
                                      "(`AWS_*` variables, `AWS_PROFILE`, IRSA, Pod Identity, the instance role)."},
     "secret_access_key": {"type": "str", "no_log": True, "description": "Its secret key."},
     "session_token": {"type": "str", "no_log": True, "description": "The session token of temporary keys."},
-}
+}, checks=[_aws_key_pair])
 
 GCP_API_URL = "https://compute.googleapis.com"
-GCP_PARAMS = _cloud_params(500, "`maxResults` (500 is the API's maximum)", {
+GCP_PARAMS = ArgumentSpec(_cloud_params(500, "`maxResults` (500 is the API's maximum)", {
     "project_id": {"type": "str",
                    "description": "The project; else `GOOGLE_CLOUD_PROJECT`, `CLOUDSDK_CORE_PROJECT`, else the "
                                   "credentials document's `project_id`, else the metadata server."},
     "api_url": {"type": "str", "default": GCP_API_URL,
                 "description": "Another endpoint (Private Service Connect, a test server)."},
-}, region="zone (as in Topograph)")
-GCP_CREDS = {
+}, region="zone (as in Topograph)"))
+GCP_CREDS = ArgumentSpec({
     "access_token": {"type": "str", "no_log": True,
                      "description": "An OAuth access token (`gcloud auth print-access-token`), sent as given; else "
                                     "`GOOGLE_OAUTH_ACCESS_TOKEN`. Without one, Application Default Credentials "
@@ -265,11 +289,11 @@ GCP_CREDS = {
                                         "`authorized_user`."},
     "credentials_file": {"type": "path",
                          "description": "Or its path; else `GOOGLE_APPLICATION_CREDENTIALS`."},
-}
+})
 
 OCI_IDENTITY_URL = "https://identity.{region}.oraclecloud.com"
 OCI_COMPUTE_URL = "https://iaas.{region}.oraclecloud.com"
-OCI_PARAMS = _cloud_params(100, "`limit` of `ListComputeHosts`", {
+OCI_PARAMS = ArgumentSpec(_cloud_params(100, "`limit` of `ListComputeHosts`", {
     "compartment_id": {"type": "str", "description": "The compartment whose hosts are listed; default the tenancy."},
     "identity_url": {"type": "str", "default": OCI_IDENTITY_URL,
                      "description": "Identity endpoint; `{region}` is replaced."},
@@ -279,9 +303,9 @@ OCI_PARAMS = _cloud_params(100, "`limit` of `ListComputeHosts`", {
                        "description": "auth instance_principal: the federation endpoint (default the SDK's, "
                                       "`https://auth.<region>.oraclecloud.com`); the metadata service is the SDK's "
                                       "or `OCI_METADATA_BASE_URL`."},
-}, region="OCI region (`us-ashburn-1`)")
+}, region="OCI region (`us-ashburn-1`)"))
 OCI_AUTH_METHODS = ["api_key", "config_file", "security_token", "instance_principal", "resource_principal"]
-OCI_CREDS = {
+OCI_CREDS = ArgumentSpec({
     "auth": {"type": "str", "choices": OCI_AUTH_METHODS, "default": "api_key",
              "description": "How the SDK signs: an API key (the fields below), a `config_file` profile, a session "
                             "token profile (`security_token`), `instance_principal`, `resource_principal` (the "
@@ -298,16 +322,16 @@ OCI_CREDS = {
     "config_file": {"type": "path",
                     "description": "auth config_file or security_token: the OCI config file (default `~/.oci/config`)."},
     "profile": {"type": "str", "description": "Its profile (default `DEFAULT`)."},
-}
+})
 
 LAMBDA_API_URL = "https://cloud.lambda.ai"
-LAMBDA_PARAMS = _cloud_params(200, "`page_size`", {
+LAMBDA_PARAMS = ArgumentSpec(_cloud_params(200, "`page_size`", {
     "workspace_id": {"type": "str",
                      "description": "Sent as `workspace_id` (an identifier, not a secret); or in creds, else "
                                     "`LAMBDA_WORKSPACE_ID`."},
     "api_url": {"type": "str", "default": LAMBDA_API_URL, "description": "The topology API's base URL."},
-}, region="Lambda region")
-LAMBDA_CREDS = {
+}, region="Lambda region"))
+LAMBDA_CREDS = ArgumentSpec({
     "token": {"type": "str", "no_log": True,
               "description": "The API key (Bearer); else `LAMBDA_API_TOKEN`, else `LAMBDA_API_KEY`, else the "
                              "workload identity below."},
@@ -318,10 +342,10 @@ LAMBDA_CREDS = {
     "token_file": {"type": "path",
                    "description": "Its projected service-account token; else `LAMBDA_WORKLOAD_IDENTITY_TOKEN_FILE`, "
                                   "else `/var/run/secrets/lambda.ai/serviceaccount/token`."},
-}
+})
 
 NEBIUS_ENDPOINT = "compute.api.nebius.cloud:443"
-NEBIUS_PARAMS = _cloud_params(200, "`page_size`", {
+NEBIUS_PARAMS = ArgumentSpec(_cloud_params(200, "`page_size`", {
     "project_id": {"type": "str", "description": "The project (`project-...`); else `NEBIUS_PROJECT_ID`."},
     "endpoint": {"type": "str", "default": NEBIUS_ENDPOINT,
                  "description": "The gRPC endpoint. The default uses the SDK's addresses (compute and the IAM token "
@@ -329,8 +353,8 @@ NEBIUS_PARAMS = _cloud_params(200, "`page_size`", {
                                 "exchange included (a private endpoint, a test server)."},
     "tls": {"type": "bool", "default": True,
             "description": "`false` only for a plaintext test server; `ca_bundle` sets the roots."},
-}, region="region (optional: the project decides)")
-NEBIUS_CREDS = {
+}, region="region (optional: the project decides)"))
+NEBIUS_CREDS = ArgumentSpec({
     "iam_token": {"type": "str", "no_log": True,
                   "description": "An IAM access token (`nebius iam get-access-token`); else `NEBIUS_IAM_TOKEN`."},
     "service_account_id": {"type": "str",
@@ -344,18 +368,18 @@ NEBIUS_CREDS = {
     "token_endpoint": {"type": "str",
                        "description": "Or the metadata service's token URL (the instance's service account; the "
                                       "SDK sends `Metadata: true`, reads `access_token` and `expires_at`)."},
-}
+})
 
-NSCALE_PARAMS = _cloud_params(100, "`limit`", {
+NSCALE_PARAMS = ArgumentSpec(_cloud_params(100, "`limit`", {
     "api_url": {"type": "str", "required": True,
                 "description": "The Radar API's base URL (Topograph's `radarApiUrl`/`baseUrl`)."},
     "organization": {"type": "str",
                      "description": "Sent as `X-Organization`; or in creds, else `NSCALE_ORGANIZATION`."},
-}, region="region (sent as `X-Region`)")
-NSCALE_CREDS = {
+}, region="region (sent as `X-Region`)"))
+NSCALE_CREDS = ArgumentSpec({
     "token": {"type": "str", "no_log": True, "description": "Bearer token; else `NSCALE_TOKEN`."},
     "organization": {"type": "str", "description": "The organization, when not in params."},
-}
+})
 
 _KUBERNETES_COMMON = {
     "node_selector": {"type": "dict", "description": "Label to value: only matching Nodes are read."},
@@ -365,8 +389,8 @@ _KUBERNETES_COMMON = {
                                            "empty string always uses the Kubernetes name."},
     "request_timeout": {"type": "float", "default": 60.0, "description": "Seconds each API request may take."},
 }
-DRA_PARAMS = _with_accelerator(dict(_KUBERNETES_COMMON, label={
-    "type": "str", "default": GPU_CLIQUE_LABEL, "description": "The Node label that holds the accelerator domain."}))
+DRA_PARAMS = ArgumentSpec(_with_accelerator(dict(_KUBERNETES_COMMON, label={
+    "type": "str", "default": GPU_CLIQUE_LABEL, "description": "The Node label that holds the accelerator domain."})))
 # preset -> (fabric_labels, accelerator_label) of the node_labels provider.
 NODE_LABEL_PRESETS = {
     # Crusoe's control plane: tier 0 the rail-optimized pod, tier 1 the InfiniBand partition; the
@@ -375,7 +399,7 @@ NODE_LABEL_PRESETS = {
 }
 ON_MISSING_LABEL = ("partial", "skip", "fail")
 SWITCH_IDS = ("label", "topograph")
-NODE_LABELS_PARAMS = _with_accelerator(dict(
+NODE_LABELS_PARAMS = ArgumentSpec(_with_accelerator(dict(
     _KUBERNETES_COMMON,
     preset={"type": "str", "choices": list(NODE_LABEL_PRESETS),
             "description": "Labels of a known platform instead of `fabric_labels` and `accelerator_label` (an error "
@@ -400,7 +424,7 @@ NODE_LABELS_PARAMS = _with_accelerator(dict(
                                "`topograph`: Topograph's `kubernetes` provider's ids, the top tier's value kept and "
                                "each lower tier `<first 30 characters>-<32 hex digits of the SHA-256 of its path>`, "
                                "so equal values under different parents are different switches."},
-))
+)), checks=[_preset_conflict])
 _AUTH_DESCRIPTIONS = {
     "kubeconfig": "Path of a kubeconfig file; else `K8S_AUTH_KUBECONFIG`.",
     "context": "The kubeconfig context; else `K8S_AUTH_CONTEXT`.",
@@ -411,14 +435,15 @@ _AUTH_DESCRIPTIONS = {
     "client_cert": "Client certificate, with `client_key`; else `K8S_AUTH_CLIENT_CERT`.",
     "client_key": "Its key; else `K8S_AUTH_CLIENT_KEY`.",
 }
-KUBERNETES_CREDS = {name: dict(spec, description=_AUTH_DESCRIPTIONS[name]) for name, (spec, _env) in AUTH_OPTIONS.items()}
+KUBERNETES_CREDS = ArgumentSpec({name: dict(spec, description=_AUTH_DESCRIPTIONS[name])
+                                 for name, (spec, _env) in AUTH_OPTIONS.items()})
 
 PROVIDERS = {
-    "simulation": Provider("simulation", "discover", SIMULATION_PARAMS, {}, "simulation.md",
+    "simulation": Provider("simulation", "discover", SIMULATION_PARAMS, NO_CREDS, "simulation.md",
                            "reads an NVIDIA Topograph simulation model file, unchanged"),
-    "inventory": Provider("inventory_vars", "discover", INVENTORY_PARAMS, {}, "inventory.md",
+    "inventory": Provider("inventory_vars", "discover", INVENTORY_PARAMS, NO_CREDS, "inventory.md",
                           "reads racks, switches and nodes declared in inventory variables"),
-    "infiniband": Provider("infiniband", "discover", INFINIBAND_PARAMS, {}, "infiniband.md",
+    "infiniband": Provider("infiniband", "discover", INFINIBAND_PARAMS, NO_CREDS, "infiniband.md",
                            "reads C(ibnetdiscover) output gathered on the nodes"),
     "netq": Provider("netq", "discover", NETQ_PARAMS, NETQ_CREDS, "netq.md",
                      "reads the NVIDIA NetQ topology graph and NMX NVLink domains"),

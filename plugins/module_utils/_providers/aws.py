@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - exercised only where boto3 is missing
 
 NAME = "aws"
 MAX_EXPLICIT_IDS = 100  # DescribeInstanceTopology takes at most 100 instance ids
-DEFAULT_PAGE_SIZE = _specs.AWS_PARAMS["page_size"]["default"]
+DEFAULT_PAGE_SIZE = _specs.AWS_PARAMS.argument_spec["page_size"]["default"]
 THROTTLING_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException", "InternalError",
                               "ServiceUnavailable", "Unavailable"})
 
@@ -78,9 +78,7 @@ def discover(params, creds, warn):
 def _session(params, creds):
     access_key = _cloud.secret(creds, "access_key_id")
     secret_key = _cloud.secret(creds, "secret_access_key")
-    if bool(access_key) != bool(secret_key):
-        raise TopologyError("the aws provider needs both creds.access_key_id and creds.secret_access_key, or neither "
-                            "(then boto3's default credential chain applies)")
+    # Both keys or neither: checked with the spec (_specs.AWS_CREDS).
     core = botocore.session.Session()
     # Every request any client of this session sends (EC2, and STS inside the credential chain) goes through
     # the collection's bounded client: time, bytes, no redirect to another host.

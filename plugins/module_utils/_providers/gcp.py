@@ -54,7 +54,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 NAME = "gcp"
 DEFAULT_API_URL = _specs.GCP_API_URL
 DEFAULT_METADATA_HOST = "metadata.google.internal"
-DEFAULT_PAGE_SIZE = _specs.GCP_PARAMS["page_size"]["default"]  # maxResults: the API's maximum
+DEFAULT_PAGE_SIZE = _specs.GCP_PARAMS.argument_spec["page_size"]["default"]  # maxResults: the API's maximum
 FIELDS = "items(id,name,resourceStatus/physicalHostTopology),nextPageToken"
 SCOPES = ("https://www.googleapis.com/auth/compute.readonly",)
 # A credentials document is a few KiB; anything far larger is not one.

@@ -140,11 +140,7 @@ def _preset(params):
         return fabric_labels, accelerator_label
     if preset not in PRESETS:
         raise TopologyError(f"params.preset: {clip(preset)} is not a preset; known: {', '.join(sorted(PRESETS))}")
-    given = [key for key in ("fabric_labels", "accelerator_label") if params.get(key) is not None]
-    if given:
-        raise TopologyError(f"params.preset {preset} sets {' and '.join(given)}; leave {'them' if len(given) > 1 else 'it'} "
-                            "out, or name every label without the preset")
-    return PRESETS[preset]
+    return PRESETS[preset]  # labels given too are refused with the spec (_specs.NODE_LABELS_PARAMS)
 
 
 def _tier_path(name, labels, keys, on_missing):

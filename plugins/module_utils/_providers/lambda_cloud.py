@@ -38,7 +38,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 NAME = "lambda"
 PATH = "/api/v1/topology/instance"
 DEFAULT_API_URL = _specs.LAMBDA_API_URL
-DEFAULT_PAGE_SIZE = _specs.LAMBDA_PARAMS["page_size"]["default"]
+DEFAULT_PAGE_SIZE = _specs.LAMBDA_PARAMS.argument_spec["page_size"]["default"]
 MAX_TIERS = 3
 OIDC_TOKEN_PATH = "/api/v1/oidc/token"
 IDENTITY_ENV = ("LAMBDA_IDENTITY_LRN", "LAMBDA_ROLE_LRN")

@@ -40,7 +40,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 NAME = "nebius"
 METHOD = "/nebius.compute.v1.InstanceService/List"
 DEFAULT_ENDPOINT = _specs.NEBIUS_ENDPOINT
-DEFAULT_PAGE_SIZE = _specs.NEBIUS_PARAMS["page_size"]["default"]
+DEFAULT_PAGE_SIZE = _specs.NEBIUS_PARAMS.argument_spec["page_size"]["default"]
 PATH_LENGTH = 3
 RETRY_CODES = ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED")
 CLOSE_TIMEOUT = 5.0

@@ -21,7 +21,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 
 NAME = "nscale"
 PATH = "/v1/topology"
-DEFAULT_PAGE_SIZE = _specs.NSCALE_PARAMS["page_size"]["default"]
+DEFAULT_PAGE_SIZE = _specs.NSCALE_PARAMS.argument_spec["page_size"]["default"]
 
 
 def discover(params, creds, warn):

@@ -56,7 +56,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers impo
 NAME = "oci"
 DEFAULT_IDENTITY_URL = _specs.OCI_IDENTITY_URL
 DEFAULT_COMPUTE_URL = _specs.OCI_COMPUTE_URL
-DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS["page_size"]["default"]
+DEFAULT_PAGE_SIZE = _specs.OCI_PARAMS.argument_spec["page_size"]["default"]
 DEFAULT_CONFIG_FILE = "~/.oci/config"
 TIER_FIELDS = ("local_block_id", "network_block_id", "hpc_island_id")
 METADATA_BASE_URL = "http://169.254.169.254/opc/v2"

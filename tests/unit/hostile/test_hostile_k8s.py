@@ -316,9 +316,10 @@ class SchedulerApi:
 
 def reconcile_gpus(api, check_mode=False, **params):
     topology = discover("inventory", {"switches": {"leaf1": None}, "nodes": [{"nodes": "n[1-2]", "switch": "leaf1"}]})
-    options = scheduler_engine.Options(["kueue"], _labels.LabelKeys(), name="gpus", flavor_node_labels={"pool": "gpu"})
-    return reconcile_scheduler(api, topology, options, k8s_writer.WriteOptions(check_mode, concurrency=1),
-                               dict({"recreate": True}, **params))
+    options = scheduler_engine.SCHEDULER.build(dict({"consumers": ["kueue"], "name": "gpus", "recreate": True,
+                                                     "flavor_node_labels": {"pool": "gpu"}}, **params),
+                                               keys=_labels.LabelKeys())
+    return reconcile_scheduler(api, topology, options, k8s_writer.WriteOptions(check_mode, concurrency=1))
 
 
 @pytest.mark.parametrize("labels, shown", [

@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._base import scontrol
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import segment_capacity, slurm_options
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common as _common
 
-SPEC_HOMES = (slurm_options, segment_capacity, _common)
+SPEC_HOMES = (scontrol, slurm_options, segment_capacity, _common)
 
 
 def _spec_objects():
@@ -47,7 +48,7 @@ def documented(*fragments):
 
 
 def test_the_argument_spec_objects_are_found():
-    assert {"common.PROVIDER", "common.MODEL", "common.SHRINK_GUARD", "common.SCONTROL", "slurm_options.RENDER",
+    assert {"common.PROVIDER", "common.MODEL", "common.SHRINK_GUARD", "scontrol.SCONTROL", "slurm_options.RENDER",
             "slurm_options.LAYOUT", "segment_capacity.CAPACITY"} <= set(SPECS)
 
 

@@ -15,7 +15,8 @@ the log. Jobs starting and ending (idle, allocated, mixed) and flags that keep a
 
 Options: ``scontrol`` (the command, a list; default ``["scontrol"]``, e.g. ``["chroot", "/srv/root",
 "scontrol"]`` or ``["ssh", "ctl", "scontrol"]``), ``slurm_conf`` (sets ``SLURM_CONF``),
-``interval`` (10), ``command_timeout`` (30), ``max_output`` (256 MiB of JSON), ``delay`` (15),
+``interval`` (10), ``command_timeout`` (60, the modules' ``scontrol_timeout``: one default, in
+``_base/scontrol.py``), ``max_output`` (256 MiB of JSON), ``delay`` (15),
 ``max_wait`` (120), ``initial_sync`` (true: one event at start), ``stats_interval`` (300: a line
 with the counts). A node record that cannot be read is one bad message (counted, logged; a
 record without a name is skipped, a node whose state cannot be read is down); a poll that fails
@@ -41,10 +42,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import co
 SOURCE = "aifactory.topology.slurm_nodes"
 LOG = logging.getLogger(SOURCE)
 SPEC = dict(
-    scontrol={"type": "list", "elements": "str", "default": ["scontrol"]},
+    **_eda.SCONTROL_SPEC,  # scontrol and command_timeout: the modules' scontrol options
     slurm_conf={"type": "str"},
     interval={"type": "float", "default": 10.0},
-    command_timeout={"type": "float", "default": 30.0},
     max_output={"type": "int", "default": 256 * 1024 * 1024},  # of JSON: far above 100,000 nodes, still bounded
     initial_sync={"type": "bool", "default": True},
     **_eda.DEBOUNCE_SPEC,
@@ -61,10 +61,11 @@ async def poll(args, stats=None):
     killed with every process it started at ``command_timeout`` (an ``ssh ctl scontrol`` whose
     remote end hangs, a wrapper's child holding the pipes) or beyond ``max_output`` bytes.
     """
-    command = [*args["scontrol"], "show", "nodes", "--json"]
+    scontrol = _eda.scontrol_options(args)
+    command = scontrol.command("show", "nodes", "--json")
     env = dict(os.environ, **({"SLURM_CONF": args["slurm_conf"]} if args["slurm_conf"] else {}))
     try:
-        returncode, out, err = await _command.run_async(command, args["command_timeout"], args["max_output"], env)
+        returncode, out, err = await _command.run_async(command, scontrol.scontrol_timeout, args["max_output"], env)
     except _command.CommandError as exc:
         hint = " (raise max_output)" if "printed more than" in str(exc) else ""
         raise _eda.RemoteAPIError(f"{SOURCE}: {exc}{hint}") from None

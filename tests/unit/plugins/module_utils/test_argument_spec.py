@@ -6,7 +6,9 @@ import dataclasses
 
 import pytest
 
+from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common
 
 
@@ -45,3 +47,28 @@ def test_the_modules_one_source_of_the_topology_travels_with_model():
     assert kwargs["mutually_exclusive"] == [("provider", "model")] and kwargs["required_one_of"] == [("provider", "model")]
     assert {"provider", "model", "dest", "backup"} == set(kwargs["argument_spec"])
     assert "mutually_exclusive" not in common.provider_spec().module_kwargs()
+
+
+def _size_needs_name(values):
+    return "size needs a name" if values["size"] != 3 and not values["name"] else None
+
+
+CHECKED = ArgumentSpec({"size": {"type": "int", "default": 3}, "name": {"type": "str"}}, checks=[_size_needs_name])
+
+
+def test_check_refuses_unknown_keys_then_runs_the_specs_own_checks_after_the_prefix():
+    assert CHECKED.check({"size": "3"}, "params") == {"size": 3, "name": None}
+    with pytest.raises(TopologyError, match=r"^provider x: params has unknown keys: other"):
+        CHECKED.check({"other": 1}, "params", prefix="provider x: ")
+    with pytest.raises(TopologyError, match=r"^provider x: size needs a name$"):
+        CHECKED.check({"size": 4}, "params", prefix="provider x: ")
+    other = ArgumentSpec({"force": {"type": "bool"}})
+    assert other.merge(CHECKED).checks == (_size_needs_name,) and other.merge().checks == ()
+
+
+def test_the_provider_specs_carry_their_checks():
+    with pytest.raises(TopologyError, match=r"^provider aws: the aws provider needs both creds.access_key_id and "
+                                            r"creds.secret_access_key, or neither"):
+        _providers.validate("aws", {"instances": []}, {"access_key_id": "AKID"})
+    assert _providers.validate("aws", {"instances": []}, {"access_key_id": "", "secret_access_key": None})[1] == {
+        "access_key_id": "", "secret_access_key": None, "session_token": None}

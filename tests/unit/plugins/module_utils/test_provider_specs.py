@@ -38,7 +38,7 @@ def _sample(option):
 
 
 # The least each provider needs to pass validation, from its spec.
-MINIMAL = {name: minimal(provider.params) for name, provider in _specs.PROVIDERS.items()}
+MINIMAL = {name: minimal(provider.params.argument_spec) for name, provider in _specs.PROVIDERS.items()}
 PROVIDERS_INIT = REPO / "plugins" / "module_utils" / "_providers" / "__init__.py"
 SDKS = ("boto3", "botocore", "kubernetes", "requests", "grpc", "cryptography", "urllib3")
 
@@ -53,8 +53,8 @@ def _load_tool():
 def test_every_provider_validates_its_minimal_params_and_takes_accelerator():
     for name, provider in _specs.PROVIDERS.items():
         validate(name, MINIMAL[name])  # raises when a required key is missing
-        assert provider.params["accelerator"] is _specs.ACCELERATOR, name
-        assert provider.params["discovery_timeout"] is _specs.DISCOVERY_TIMEOUT, name
+        assert provider.params.argument_spec["accelerator"] is _specs.ACCELERATOR, name
+        assert provider.params.argument_spec["discovery_timeout"] is _specs.DISCOVERY_TIMEOUT, name
 
 
 @pytest.mark.parametrize("name", sorted(_specs.PROVIDERS))
@@ -164,8 +164,8 @@ def test_every_spec_key_is_on_its_page_and_every_table_key_is_in_the_spec():
         table = page.split(tool.TABLE_BEGIN)[1].split(tool.TABLE_END)[0]
         documented = {(row.split("|")[2].strip(), row.split("|")[1].strip().strip("`"))
                       for row in table.strip().splitlines()[2:]}
-        declared = {(section, key) for section, spec in (("params", provider.params), ("creds", provider.creds))
-                    for key, _option in tool.flatten(spec)}
+        sections = (("params", provider.params.argument_spec), ("creds", provider.creds.argument_spec))
+        declared = {(section, key) for section, spec in sections for key, _option in tool.flatten(spec)}
         assert documented == declared, name
 
 
@@ -175,7 +175,7 @@ def test_the_cloud_table_of_the_provider_index_has_a_row_per_cloud_provider():
     rows = index.split("\n| Provider | Page | API |")[1].split("\n\n")[0].strip().splitlines()[2:]
     listed = [(row.split("|")[1].strip(" `"), row.split("|")[2].strip()) for row in rows]
     clouds = [(name, f"[{provider.doc}]({provider.doc})") for name, provider in _specs.PROVIDERS.items()
-              if "instances" in provider.params]
+              if "instances" in provider.params.argument_spec]
     assert listed == clouds
 
 
@@ -188,7 +188,8 @@ def test_the_doc_fragment_lists_every_provider_key_and_the_name_choices():
         for section in ("params", "creds"):
             line = next((text for text in options[section]["description"] if text.startswith(f"For V({name}):")), "")
             keys = {part.split(")")[0] for part in line.split("C(")[1:]}
-            assert keys == set(getattr(provider, section)) - {"accelerator", "discovery_timeout"}, (name, section)
+            assert keys == set(getattr(provider, section).argument_spec) - {"accelerator", "discovery_timeout"}, \
+                (name, section)
 
 
 def test_discover_validates_before_it_loads_the_provider(monkeypatch):

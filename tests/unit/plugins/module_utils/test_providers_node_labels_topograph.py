@@ -65,13 +65,16 @@ def test_the_crusoe_preset_reads_pod_partition_and_the_clique_verbatim():
     assert f"SwitchName={POD_A1} Nodes=gpu-[01-02]\n" in tree
 
 
-def test_the_preset_through_the_registry_and_its_conflicts():
+def test_the_preset_through_the_registry_and_its_conflicts(monkeypatch):
     with pytest.raises(TopologyError, match="value of preset must be one of: crusoe, got: lambda"):
         discover("node_labels", {"preset": "lambda"}, warn=print)
-    with pytest.raises(TopologyError, match="params.preset crusoe sets fabric_labels; leave it out"):
-        run({"preset": "crusoe", "fabric_labels": ["example.com/leaf"]}, crusoe("gpu-01", PARTITION_A, POD_A1))
-    with pytest.raises(TopologyError, match="params.preset crusoe sets fabric_labels and accelerator_label; leave them"):
-        run({"preset": "crusoe", "fabric_labels": ["a.b/c"], "accelerator_label": "a.b/d"})
+    # The conflicts are the spec's checks (_specs.NODE_LABELS_PARAMS): refused before any node is read.
+    with pytest.raises(TopologyError, match="^provider node_labels: params.preset crusoe sets fabric_labels; leave it out"):
+        discover_with(monkeypatch, {"preset": "crusoe", "fabric_labels": ["example.com/leaf"]},
+                      crusoe("gpu-01", PARTITION_A, POD_A1))
+    with pytest.raises(TopologyError, match="^provider node_labels: params.preset crusoe sets fabric_labels and "
+                                            "accelerator_label; leave them"):
+        discover_with(monkeypatch, {"preset": "crusoe", "fabric_labels": ["a.b/c"], "accelerator_label": "a.b/d"})
 
 
 FULL = crusoe("gpu-01", PARTITION_A, POD_A1)
