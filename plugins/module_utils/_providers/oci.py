@@ -174,7 +174,7 @@ def _resource_principal(oci, params):
     version = (os.environ.get(RP_ENV + "VERSION") or "").strip()
     if version == "3.0":
         # The nested signer reaches its parents' endpoints over sessions of its own that nothing here can bound.
-        raise TopologyError(f"oci creds (resource_principal 3.0): nested resource principals are not supported: "
+        raise TopologyError("oci creds (resource_principal 3.0): nested resource principals are not supported: "
                             "their parent resources' token endpoints cannot be held to the collection's time and byte "
                             "limits; give this resource's own principal (version 1.1, 2.1 or 2.2) instead")
     if version not in RP_TOKEN_VERSIONS:
