@@ -83,7 +83,12 @@ def test_nfd_objects_are_created_kept_cleaned_and_never_emptied(nfd_crds, k8s_na
 
     # Rack 4 leaves: its 2 NodeFeatures and its domain group go; leaf02 stays (rack 3 is still on it).
     smaller = dict(args, provider={"name": "inventory", "params": gb200(prefix, racks=3, per_rack=2)})
-    third = run_module(nfd_topology, smaller, monkeypatch, diff=True)
+    # 2 of 8 NodeFeatures to delete is beyond the shrink guard's default 10 %: refused after the list, unwritten.
+    refused = run_module(nfd_topology, smaller, monkeypatch)
+    assert refused["failed"] and refused["msg"].startswith(
+        "refusing to delete 2 of 8 listed NodeFeature objects, of quarantined nodes or nodes gone from the topology "
+        "(25.0% > max_node_loss 10%)"), refused["msg"]
+    third = run_module(nfd_topology, dict(smaller, max_node_loss=25), monkeypatch, diff=True)
     assert sorted(third["deleted"]["NodeFeature"]) == sorted(
         nfd.stable_object_name("topograph-node", f"{prefix}-r04-n0{i}") for i in (1, 2))
     assert third["deleted"]["NodeFeatureGroup"] == [nfd.stable_object_name("topograph-accelerator-domain",

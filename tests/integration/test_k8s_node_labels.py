@@ -105,7 +105,13 @@ def test_lifecycle_counts_writes_exactly_and_check_mode_stores_nothing(k8s, admi
     smaller = gb200(prefix, racks=3, leaf_of={3: f"{prefix}-leaf09"})
     kept = run_module(k8s_node_labels, labels_args(k8s, test_id, smaller, clean_absent_nodes=False), monkeypatch)
     assert kept["changed"] is False and written(after_third, node_state(admin, test_id)) == []
-    fourth = run_module(k8s_node_labels, labels_args(k8s, test_id, smaller), monkeypatch)
+    # A quarter of the labelled nodes losing their labels is beyond the shrink guard's default 10 %: refused, unwritten.
+    refused = run_module(k8s_node_labels, labels_args(k8s, test_id, smaller), monkeypatch)
+    assert refused["failed"] and refused["msg"].startswith(
+        "refusing to remove the topology labels of 18 of 72 labelled nodes, quarantined or gone from the topology "
+        "(25.0% > max_node_loss 10%)"), refused["msg"]
+    assert written(after_third, node_state(admin, test_id)) == []
+    fourth = run_module(k8s_node_labels, labels_args(k8s, test_id, smaller, max_node_loss=25), monkeypatch)
     after_fourth = node_state(admin, test_id)
     rack4 = [n for n in names if n.startswith(f"{prefix}-r04-")]
     assert written(after_third, after_fourth) == rack4 and fourth["summary"]["nodes_cleaned"] == 18
