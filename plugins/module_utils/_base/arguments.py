@@ -55,7 +55,7 @@ def _strings(value):
     return [str(value)] if value not in (None, "") and not isinstance(value, bool) else []
 
 
-def no_log_values(value, spec):
+def _no_log_values(value, spec):
     """The strings given to options marked ``no_log``, at any depth of ``spec``."""
     if not isinstance(value, dict):
         return []
@@ -67,7 +67,7 @@ def no_log_values(value, spec):
                 found.extend(_strings(item))
             elif option.get("options"):
                 for element in item if isinstance(item, list) else [item]:
-                    found.extend(no_log_values(element, option["options"]))
+                    found.extend(_no_log_values(element, option["options"]))
     return found
 
 
@@ -89,7 +89,7 @@ def validate(value, spec, where, prefix="", secret=False, none_is_unset=False):
     result = ArgumentSpecValidator(spec).validate(value)
     # Unknown keys are reported above, per level, with the keys known there; the validator's own
     # messages may quote a value, and a secret one is masked.
-    secrets = sorted(set(_strings(value) if secret else no_log_values(value, spec)), key=len, reverse=True)
+    secrets = sorted(set(_strings(value) if secret else _no_log_values(value, spec)), key=len, reverse=True)
     for error in result.errors:
         if not isinstance(error, UnsupportedError):
             message = str(error)

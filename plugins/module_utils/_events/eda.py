@@ -73,22 +73,20 @@ def _undefined_variable(value):
     return None
 
 
-def scrubbed(spec):
+def scrubbed(main):
     """A source's ``main`` run within its own secrets scope, for the source's whole life: its ``no_log`` options
-    and every credential it loads (a kubeconfig's token, what a request sends) are registered, so no log line or
-    error of it quotes one, and the error that ends it is scrubbed on its way to ansible-rulebook."""
-    def wrap(main):
-        @functools.wraps(main)
-        async def run(queue, args):
-            with _secrets.scope():
-                _secrets.register(*_arguments.no_log_values(args or {}, spec))
-                try:
-                    await main(queue, args)
-                except BaseException as exc:
-                    _secrets.scrub_exception(exc)
-                    raise
-        return run
-    return wrap
+    (``source_args``) and every credential it loads (a kubeconfig's token, what a request sends) are registered,
+    so no log line or error of it quotes one, and the error that ends it is scrubbed on its way to
+    ansible-rulebook."""
+    @functools.wraps(main)
+    async def run(queue, args):
+        with _secrets.scope():
+            try:
+                await main(queue, args)
+            except BaseException as exc:
+                _secrets.scrub_exception(exc)
+                raise
+    return run
 
 
 def source_args(source, args, spec):
@@ -108,6 +106,9 @@ def source_args(source, args, spec):
             raise TopologyError(f"{source}: option {name!r}: the rulebook variable {missing!r} is undefined "
                                 "(give it with --vars or --env-vars)")
     values = _arguments.validate(args, spec, source, none_is_unset=True)
+    # Within the source's scope (``scrubbed``). A no_log mapping (k8s_nodes' auth) is not masked whole, its host
+    # would go too: the credentials in it are registered where the transport loads them.
+    _secrets.register(*(values[name] for name, option in spec.items() if option.get("no_log")))
     for name, option in spec.items():
         given, value = args.get(name), values[name]
         if given is None:

@@ -109,7 +109,7 @@ def connect(args):
     return client, origin
 
 
-@_eda.scrubbed(SPEC)
+@_eda.scrubbed
 async def main(queue, args):
     args = _eda.source_args(SOURCE, args, SPEC)
     client, origin = connect(args)

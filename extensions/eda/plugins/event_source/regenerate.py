@@ -293,7 +293,7 @@ class _Deadline(asyncio.Protocol):
         self.protocol.resume_writing()
 
 
-@_eda.scrubbed(SPEC)
+@_eda.scrubbed
 async def main(queue, args):
     args = _eda.source_args(SOURCE, args, SPEC)
     context = check(args)

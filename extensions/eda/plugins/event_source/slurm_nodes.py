@@ -77,7 +77,7 @@ async def poll(args, stats=None):
                             stats.note if stats else None)
 
 
-@_eda.scrubbed(SPEC)
+@_eda.scrubbed
 async def main(queue, args):
     args = _eda.source_args(SOURCE, args, SPEC)
     for name in ("interval", "command_timeout", "max_output", "stats_interval"):

@@ -66,6 +66,23 @@ def test_source_args_mask_no_log_values():
     assert "********" in str(info.value) or "cannot be converted to an int" in str(info.value)
 
 
+def test_a_source_registers_its_no_log_options_within_its_own_scope_and_scrubs_the_error_that_ends_it():
+    from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets
+
+    spec = {"token": {"type": "str", "no_log": True}, "auth": {"type": "dict", "default": {}, "no_log": True}}
+
+    @_eda.scrubbed
+    async def main(queue, args):
+        args = _eda.source_args("src", args, spec)
+        raise RemoteAPIError(f"src: the server said: token {args['token']} refused at {args['auth']['host']}")
+
+    with pytest.raises(RemoteAPIError) as info:
+        asyncio.run(main(None, {"token": "s3cr3t-t0ken-value", "auth": {"host": "https://api.example:6443"}}))
+    # The token masked; a no_log mapping is not masked whole (its host stays readable).
+    assert str(info.value) == "src: the server said: token ******** refused at https://api.example:6443"
+    assert secrets.scrub("s3cr3t-t0ken-value") == "s3cr3t-t0ken-value"  # the scope ended with the source
+
+
 def test_undefined_rulebook_variable_is_named():
     # What ansible-rulebook hands over for "{{ name }}" when name is not defined.
     env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
