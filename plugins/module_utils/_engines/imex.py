@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.fact_cache import read_state
 from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import natural_key
 
 try:
@@ -232,15 +233,8 @@ def read_applied(text) -> tuple[dict[str, str], str | None]:
     No file (None or empty text) is an empty state; a file that is not this format's JSON is an empty
     state with the reason, so the run visits every domain (and writes a good file afterwards).
     """
-    if not text:
-        return {}, None
-    try:
-        state = json.loads(text)
-    except ValueError as exc:
-        return {}, f"not JSON ({exc})"
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or not isinstance(state.get("domains"), dict):
-        return {}, f"not format {STATE_FORMAT} of the IMEX applied state"
-    return {str(name): str(digest) for name, digest in state["domains"].items()}, None
+    domains, problem = read_state(text, STATE_FORMAT, "domains", "the IMEX applied state")
+    return {str(name): str(digest) for name, digest in domains.items()}, problem
 
 
 def domain_digest(plan, settings, revision) -> str:
