@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.fact_cache import read_state
 from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import natural_key
@@ -223,6 +224,18 @@ def render_config(settings, domain, nodes_config_path) -> str:
 
 
 # -- a run that costs what changed: which nodes to visit ------------------------------------------
+
+# The driver's major version (its branch, such as 570): from /proc/driver/nvidia/version ("... Kernel Module
+# for x86_64  570.133.20  ...") or from nvidia-smi's driver_version query (one "570.133.20" a GPU).
+_DRIVER_IN_VERSION_FILE = re.compile(r"\s(\d{3,})\.\d+")
+_DRIVER_IN_NVIDIA_SMI = re.compile(r"(?m)^\s*(\d{3,})\.\d+")
+
+
+def driver_branch(text, from_nvidia_smi=False) -> str:
+    """The driver branch in the text of the driver's version file (or of nvidia-smi's answer); '' when none."""
+    found = (_DRIVER_IN_NVIDIA_SMI if from_nvidia_smi else _DRIVER_IN_VERSION_FILE).search(text or "")
+    return found.group(1) if found else ""
+
 
 STATE_FORMAT = 1
 
