@@ -15,7 +15,6 @@ import json
 import time
 
 CACHE_FORMAT = 1
-REASONS = ("missing", "aged", "stale", "gather changed", "refresh")
 
 
 def read_state(text, state_format, key, what) -> tuple[dict, str | None]:
@@ -61,7 +60,7 @@ def select(nodes, hosts, gather, max_age, refresh=(), now=None) -> dict:
     """Choose the hosts to visit, in the order of ``hosts``.
 
     Returns ``now`` (the time the run's entries are stamped with), ``visit``, ``reasons`` (host -> why it
-    is visited, one of ``REASONS``) and ``nodes`` (the cache as read, for ``merge``)."""
+    is visited: ``missing``, ``aged``, ``stale``, ``gather changed`` or ``refresh``) and ``nodes`` (the cache as read, for ``merge``)."""
     now = time.time() if now is None else float(now)
     refresh = set(refresh or ())
     reasons = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     AifactoryTopologyError,
     TopologyError,
@@ -19,6 +20,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines.imex i
 )
 
 NVIDIA_SMI_TIMEOUT = 60
+MAX_VERSION_FILE = 64 * 1024  # /proc/driver/nvidia/version is two lines
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import FileWriteError, ensure_file
 
 
@@ -57,10 +59,11 @@ def _driver(params):
     version_file, nvidia_smi = params["driver_version_file"], params["nvidia_smi_command"]
     if version_file:
         try:
-            with open(version_file, encoding="utf-8", errors="replace") as handle:
-                return {"branch": driver_branch(handle.read()), "origin": version_file}
-        except OSError:
-            pass
+            text = _input_file.read_text(version_file, "driver_version_file", max_bytes=MAX_VERSION_FILE)
+        except _input_file.InputFileError:  # no driver loaded (no file), or not a version file: ask nvidia-smi
+            text = None
+        if text is not None:
+            return {"branch": driver_branch(text), "origin": version_file}
     if nvidia_smi:
         try:
             _rc, out, _err = command.run_text(nvidia_smi, timeout=NVIDIA_SMI_TIMEOUT)
