@@ -15,7 +15,19 @@ For each size, in order, each one ``ansible-playbook`` process (forks ``--forks`
 * ``first run``: discovery + playbooks/imex.yml, nothing applied yet (the state file is new);
 * ``steady state``: the same again, nothing changed;
 * ``one rack changed``: one node of the first rack gets a new address;
-* ``verify all``: ``-e imex_verify=all``, every node visited, nothing to change.
+* ``verify all``: ``-e imex_verify=all``, every node visited, nothing to change;
+* ``facts: first run``: playbooks/node_facts.yml (``node_facts_gather``: hostname, infiniband, nvlink, network;
+  no nvidia-smi or HCA here, so the modules find none), the cache new;
+* ``facts: steady state``: the same again, every entry younger than the age;
+* ``facts: one rack event``: the same with an Event-Driven Ansible event naming one rack's 18 nodes
+  (``ansible_eda.event``, as ansible-rulebook passes it): that rack refreshed;
+* ``event path, one rack``: what the slurm_topology rulebook's run of site.yml costs for that event: the
+  facts play, the discovery and playbooks/imex.yml (nothing to change in IMEX).
+
+``--seeded`` skips every phase that visits all nodes (the ping play too) and seeds the IMEX applied-state file and the node
+facts cache instead, with the same filters that record a full rollout (``imex_fleet`` + ``imex_applied``,
+``node_facts_select`` + ``node_facts_merge``): for the steady state and the one-rack phases at sizes where
+a full rollout takes too long on this machine.
 
 Wall time and CPU time (user + system of ansible-playbook and every process it starts) of each; the
 table gives CPU seconds per node and against the ping play. It only measures and prints (and writes
@@ -64,6 +76,9 @@ def inventory(root: Path, racks: int, moved: bool = False) -> dict:
         "imex_service_manage": False,
         "imex_driver_version_file": str(root / "nvidia-version"),
         "imex_state_file": str(root / "state" / "imex-applied.json"),
+        "node_facts_cache_file": str(root / "state" / "node-facts.json"),
+        "node_facts_hosts": "gpu_nodes",
+        "node_facts_gather": ["hostname", "infiniband", "nvlink", "network"],
         "topology_provider": {"name": "inventory", "params": {"domains": [
             {"name": f"rack{rack:02d}", "nodes": f"gpu-r{rack:02d}-n[1-{RACK_SIZE}]"} for rack in range(1, racks + 1)]}},
     } | settings, "children": {"gpu_nodes": {"hosts": hosts}}}}
@@ -79,6 +94,27 @@ PLAYBOOKS = {
     "role.yml": [DISCOVER, {"name": "IMEX on every node", "hosts": "gpu_nodes", "gather_facts": False, "roles": [{
         "role": "aifactory.topology.imex", "imex_topology": "{{ hostvars['localhost'].topology_discovered.topology }}"}]}],
     "site.yml": [DISCOVER, {"name": "IMEX", "ansible.builtin.import_playbook": str(REPO / "playbooks" / "imex.yml")}],
+    "facts.yml": [{"name": "Node facts", "ansible.builtin.import_playbook": str(REPO / "playbooks" / "node_facts.yml")}],
+    "event.yml": [{"name": "Node facts", "ansible.builtin.import_playbook": str(REPO / "playbooks" / "node_facts.yml")},
+                  DISCOVER, {"name": "IMEX", "ansible.builtin.import_playbook": str(REPO / "playbooks" / "imex.yml")}],
+    # --seeded: the state a full rollout and a full gathering leave, recorded by the filters that record them.
+    "seed.yml": [DISCOVER, {"name": "Seed", "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Plan every domain", "ansible.builtin.import_role": {"name": "aifactory.topology.imex", "tasks_from": "select.yml"},
+         "vars": {"imex_topology": "{{ hostvars['localhost'].topology_discovered.topology }}"}},
+        {"name": "Record every domain as applied", "ansible.builtin.copy": {
+            "dest": "{{ imex_state_file }}", "mode": "0600",
+            "content": "{{ imex__fleet | aifactory.topology.imex_applied(reports) | to_json }}"},
+         "vars": {"reports": "{{ dict(imex__fleet.visit | zip(imex__fleet.visit | map('extract', imex__fleet.plan.hosts)"
+                             " | map(attribute='domain') | map('extract', imex__fleet.plan.domains)"
+                             " | map(attribute='addresses'))) }}"}},
+        {"name": "Record every node's facts as gathered", "ansible.builtin.copy": {
+            "dest": "{{ node_facts_cache_file }}", "mode": "0600",
+            "content": "{{ '' | aifactory.topology.node_facts_select(groups.gpu_nodes, node_facts_gather, 86400)"
+                       " | aifactory.topology.node_facts_merge(gathered) | to_json }}"},
+         "vars": {"gathered": "{{ dict(groups.gpu_nodes | zip(groups.gpu_nodes | map('extract', hostvars, 'imex_address')"
+                              " | map('community.general.dict_kv', 'address') | map('community.general.dict_kv', 'default_ipv4')"
+                              " | map('community.general.dict_kv', 'network'))) }}"}},
+    ]}],
 }
 
 
@@ -108,26 +144,38 @@ def measure(racks: int, collections: str, old_collections: str) -> list[dict]:
         (root / "inventory.yml").write_text(yaml.safe_dump(inventory(root, racks)))
         for name, plays in PLAYBOOKS.items():
             (root / name).write_text(yaml.safe_dump(plays, sort_keys=False))
-        rows = [("ping", run(root, "ping.yml", collections))]
-        if old_collections:
-            rows.append(("role (--collection)", run(root, "role.yml", old_collections)))
+        # --seeded measures only what does not visit every node: no ping (at 1,152 nodes it alone is minutes).
+        rows = [] if ARGS.seeded else [("ping", run(root, "ping.yml", collections))]
+        if ARGS.seeded:
+            (root / "state").mkdir()
+            rows.append(("seed (controller)", run(root, "seed.yml", collections)))
+        else:
+            if old_collections:
+                rows.append(("role (--collection)", run(root, "role.yml", old_collections)))
+                shutil.rmtree(root / "hosts")
+            rows.append(("role, every node", run(root, "role.yml", collections)))
             shutil.rmtree(root / "hosts")
-        rows.append(("role, every node", run(root, "role.yml", collections)))
-        shutil.rmtree(root / "hosts")
-        rows.append(("first run", run(root, "site.yml", collections)))
+            rows.append(("first run", run(root, "site.yml", collections)))
         rows.append(("steady state", run(root, "site.yml", collections)))
         (root / "inventory.yml").write_text(yaml.safe_dump(inventory(root, racks, moved=True)))
         rows.append(("one rack changed", run(root, "site.yml", collections)))
-        rows.append(("verify all", run(root, "site.yml", collections, "-e", "imex_verify=all")))
+        if not ARGS.seeded:
+            rows.append(("verify all", run(root, "site.yml", collections, "-e", "imex_verify=all")))
+            rows.append(("facts: first run", run(root, "facts.yml", collections)))
+        rows.append(("facts: steady state", run(root, "facts.yml", collections)))
+        event = {"ansible_eda": {"event": {"topology_change": {"source": "slurm_nodes", "count": RACK_SIZE, "changes": [
+            {"kind": "slurm_node", "name": f"gpu-r01-n{node}", "change": "down"} for node in range(1, RACK_SIZE + 1)]}}}}
+        rows.append(("facts: one rack event", run(root, "facts.yml", collections, "-e", json.dumps(event))))
+        rows.append(("event path, one rack", run(root, "event.yml", collections, "-e", json.dumps(event))))
     except SystemExit:
         ARGS.keep = True
         raise
     finally:
         if not ARGS.keep:
             shutil.rmtree(root, ignore_errors=True)
-    ping = rows[0][1]["cpu_s"]
+    ping = None if ARGS.seeded else rows[0][1]["cpu_s"]
     return [dict(racks=racks, nodes=nodes, phase=phase, cpu_per_node=round(r["cpu_s"] / nodes, 3),
-                 vs_ping=round(r["cpu_s"] / ping, 2), **r) for phase, r in rows]
+                 vs_ping=round(r["cpu_s"] / ping, 2) if ping else None, **r) for phase, r in rows]
 
 
 def main():
@@ -139,20 +187,23 @@ def main():
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an inventory variable of every node, e.g. imex_driver_branch=570 (no driver detection)")
     parser.add_argument("--keep", action="store_true", help="keep each size's temporary directory")
+    parser.add_argument("--seeded", action="store_true",
+                        help="seed the state files as a full rollout records them instead of running the full phases")
     ARGS = parser.parse_args()
     collections = str(REPO / ".collections")
     old = str(Path(ARGS.collection).resolve()) if ARGS.collection else None
     rows = []
-    print(f"{'racks':>5} {'nodes':>6}  {'phase':<19} {'visited':>7} {'wall s':>8} {'CPU s':>8} {'CPU s/node':>10} {'x ping':>7}")
+    print(f"{'racks':>5} {'nodes':>6}  {'phase':<22} {'visited':>7} {'wall s':>8} {'CPU s':>8} {'CPU s/node':>10} {'x ping':>7}")
     for racks in (int(value) for value in ARGS.racks.split(",")):
         for row in measure(racks, collections, old):
             rows.append(row)
-            print(f"{row['racks']:>5} {row['nodes']:>6}  {row['phase']:<19} {row['visited']:>7} {row['wall_s']:>8.1f} "
-                  f"{row['cpu_s']:>8.1f} {row['cpu_per_node']:>10.3f} {row['vs_ping']:>7.2f}", flush=True)
+            print(f"{row['racks']:>5} {row['nodes']:>6}  {row['phase']:<22} {row['visited']:>7} {row['wall_s']:>8.1f} "
+                  f"{row['cpu_s']:>8.1f} {row['cpu_per_node']:>10.3f} {row['vs_ping'] if row['vs_ping'] is not None else '-':>7}",
+                  flush=True)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "site_scale.json").write_text(json.dumps({
+    (RESULTS / ("site_scale_seeded.json" if ARGS.seeded else "site_scale.json")).write_text(json.dumps({
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "forks": ARGS.forks, "collection_for_role_phase": old, "rows": rows}, indent=1))
+        "forks": ARGS.forks, "seeded": ARGS.seeded, "collection_for_role_phase": old, "rows": rows}, indent=1))
 
 
 ARGS = None

@@ -41,6 +41,21 @@ options:
     description: Where C(nodes_config.cfg) goes (what C(IMEX_NODE_CONFIG_FILE) in O(config) should name).
     type: path
     required: true
+  driver_version_file:
+    description:
+      - The NVIDIA driver's version file (C(/proc/driver/nvidia/version)); when given, the module also reads the
+        driver branch (its major version, such as C(570)) and returns it in RV(driver).
+      - The branch comes from this file when it can be read, else from O(nvidia_smi_command); a driver that cannot be
+        read is not an error (the branch is then empty).
+    type: path
+    version_added: 0.2.0
+  nvidia_smi_command:
+    description:
+      - The command that prints the driver version (C(nvidia-smi --query-gpu=driver_version --format=csv,noheader)),
+        run (for at most 60 seconds, also in check mode) when O(driver_version_file) cannot be read or is not given.
+    type: list
+    elements: str
+    version_added: 0.2.0
 extends_documentation_fragment:
   - aifactory.topology.attributes
   - aifactory.topology.attributes.FILE_MODULE
@@ -72,6 +87,12 @@ config:
   returned: success
   type: dict
   sample: {"dest": "/etc/nvidia-imex/config.cfg", "changed": false}
+driver:
+  description:
+    - The driver C(branch) (empty when it could not be read) and its C(origin) (O(driver_version_file), C(nvidia-smi)).
+  returned: when O(driver_version_file) or O(nvidia_smi_command) is given
+  type: dict
+  sample: {"branch": "570", "origin": "/proc/driver/nvidia/version"}
 directories:
   description: The directories created (or that would be, in check mode).
   returned: success
@@ -93,6 +114,8 @@ def main():
             "domain": {"type": "str", "required": True},
             "config_path": {"type": "path", "required": True},
             "nodes_config_path": {"type": "path", "required": True},
+            "driver_version_file": {"type": "path"},
+            "nvidia_smi_command": {"type": "list", "elements": "str"},
         },
         add_file_common_args=True,
         supports_check_mode=True,

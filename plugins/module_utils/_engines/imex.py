@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.fact_cache import read_state
 from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import natural_key
 
 try:
@@ -223,6 +225,18 @@ def render_config(settings, domain, nodes_config_path) -> str:
 
 # -- a run that costs what changed: which nodes to visit ------------------------------------------
 
+# The driver's major version (its branch, such as 570): from /proc/driver/nvidia/version ("... Kernel Module
+# for x86_64  570.133.20  ...") or from nvidia-smi's driver_version query (one "570.133.20" a GPU).
+_DRIVER_IN_VERSION_FILE = re.compile(r"\s(\d{3,})\.\d+")
+_DRIVER_IN_NVIDIA_SMI = re.compile(r"(?m)^\s*(\d{3,})\.\d+")
+
+
+def driver_branch(text, from_nvidia_smi=False) -> str:
+    """The driver branch in the text of the driver's version file (or of nvidia-smi's answer); '' when none."""
+    found = (_DRIVER_IN_NVIDIA_SMI if from_nvidia_smi else _DRIVER_IN_VERSION_FILE).search(text or "")
+    return found.group(1) if found else ""
+
+
 STATE_FORMAT = 1
 
 
@@ -232,15 +246,8 @@ def read_applied(text) -> tuple[dict[str, str], str | None]:
     No file (None or empty text) is an empty state; a file that is not this format's JSON is an empty
     state with the reason, so the run visits every domain (and writes a good file afterwards).
     """
-    if not text:
-        return {}, None
-    try:
-        state = json.loads(text)
-    except ValueError as exc:
-        return {}, f"not JSON ({exc})"
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or not isinstance(state.get("domains"), dict):
-        return {}, f"not format {STATE_FORMAT} of the IMEX applied state"
-    return {str(name): str(digest) for name, digest in state["domains"].items()}, None
+    domains, problem = read_state(text, STATE_FORMAT, "domains", "the IMEX applied state")
+    return {str(name): str(digest) for name, digest in domains.items()}, problem
 
 
 def domain_digest(plan, settings, revision) -> str:

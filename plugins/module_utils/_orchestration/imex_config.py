@@ -6,8 +6,21 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.imex import render_config, render_nodes_config
+from ansible_collections.aifactory.topology.plugins.module_utils._base import command
+from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
+    AifactoryTopologyError,
+    TopologyError,
+    failing_cleanly,
+)
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.imex import (
+    driver_branch,
+    render_config,
+    render_nodes_config,
+)
+
+NVIDIA_SMI_TIMEOUT = 60
+MAX_VERSION_FILE = 64 * 1024  # /proc/driver/nvidia/version is two lines
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import FileWriteError, ensure_file
 
 
@@ -31,9 +44,33 @@ def _directories(module, paths):
                 try:
                     os.mkdir(directory, 0o755)
                     os.chmod(directory, 0o755)  # whatever the umask
+                except FileExistsError:
+                    if not os.path.isdir(directory):  # made meanwhile by another process: fine if a directory
+                        raise FileWriteError(f"{directory} exists and is not a directory; nothing was written") from None
                 except OSError as exc:
                     raise FileWriteError(f"cannot create {directory}: {exc.strerror}; nothing was written") from None
     return made
+
+
+def _driver(params):
+    """The driver branch and where it came from, in the same process as the files (one module run a node):
+    the driver's version file when it can be read, else nvidia-smi's answer; a driver that cannot be
+    read is not an error (the branch is then '')."""
+    version_file, nvidia_smi = params["driver_version_file"], params["nvidia_smi_command"]
+    if version_file:
+        try:
+            text = _input_file.read_text(version_file, "driver_version_file", max_bytes=MAX_VERSION_FILE)
+        except _input_file.InputFileError:  # no driver loaded (no file), or not a version file: ask nvidia-smi
+            text = None
+        if text is not None:
+            return {"branch": driver_branch(text), "origin": version_file}
+    if nvidia_smi:
+        try:
+            _rc, out, _err = command.run_text(nvidia_smi, timeout=NVIDIA_SMI_TIMEOUT)
+        except AifactoryTopologyError:  # not installed, hung, not UTF-8: no branch, as from no answer
+            out = ""
+        return {"branch": driver_branch(out, from_nvidia_smi=True), "origin": "nvidia-smi"}
+    return {"branch": "", "origin": None}
 
 
 def run(module):
@@ -62,6 +99,8 @@ def run(module):
             "nodes_config": files["nodes_config"],
             "config": files["config"],
         }
+        if params["driver_version_file"] or params["nvidia_smi_command"]:
+            result["driver"] = _driver(params)
         if module._diff:
             result["diff"] = diffs
     module.exit_json(**result)

@@ -65,3 +65,18 @@ def test_a_value_on_two_lines_fails_with_its_key_and_writes_nothing(args, monkey
     result = run(args, monkeypatch)
     assert result["failed"] and "config.LOG_FILE_NAME" in result["msg"]
     assert not (tmp_path / "etc").exists()
+
+
+def test_reads_the_driver_branch_in_the_same_run(args, monkeypatch, tmp_path):
+    """The version file when it can be read, else nvidia-smi's answer; no driver is no branch, not an error."""
+    assert "driver" not in run(args, monkeypatch)
+    version = tmp_path / "version"
+    version.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.124.06  Release Build\n")
+    smi = ["echo", "580.95.05\n580.95.05"]
+    found = run({**args, "driver_version_file": str(version), "nvidia_smi_command": smi}, monkeypatch, check_mode=True)
+    assert found["driver"] == {"branch": "570", "origin": str(version)}
+    missing = str(tmp_path / "no-driver")
+    assert run({**args, "driver_version_file": missing, "nvidia_smi_command": smi}, monkeypatch)["driver"] == {
+        "branch": "580", "origin": "nvidia-smi"}
+    assert run({**args, "driver_version_file": missing, "nvidia_smi_command": [str(tmp_path / "no-nvidia-smi")]},
+               monkeypatch)["driver"] == {"branch": "", "origin": "nvidia-smi"}

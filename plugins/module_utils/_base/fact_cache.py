@@ -1,0 +1,92 @@
+# Copyright: (c) 2026, aifactory.topology contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node-facts cache of playbooks/node_facts.yml: which nodes to visit, and the cache after a run.
+
+The cache is one JSON file on the controller, ``{"format": 1, "nodes": {host: entry}}``, each entry
+``{"gathered_at": <seconds since the epoch>, "gather": [what was gathered], "facts": {...}}`` and,
+for an entry that must be gathered again whatever its age, ``"stale": true``. A node is visited when
+its entry is missing, older than the maximum age, stale, gathered with another ``gather`` list, or
+when it is named in the refresh list (an event about it). Pure functions: no disk, no Ansible.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+CACHE_FORMAT = 1
+
+
+def read_state(text, state_format, key, what) -> tuple[dict, str | None]:
+    """The mapping under ``key`` of a state file's text (JSON ``{"format": state_format, key: {...}}``), and
+    why the text was not usable (None when it was); ``what`` names the file in that reason.
+
+    No file (None or empty text) is an empty state; a file that is not this format's JSON is an empty
+    state with the reason, so the run does everything again (and writes a good file afterwards). The
+    controller's state files share it: this cache and the IMEX applied state (``_engines/imex``)."""
+    if not text:
+        return {}, None
+    try:
+        state = json.loads(text)
+    except ValueError as exc:
+        return {}, f"not JSON ({exc})"
+    if not isinstance(state, dict) or state.get("format") != state_format or not isinstance(state.get(key), dict):
+        return {}, f"not format {state_format} of {what}"
+    return state[key], None
+
+
+def read_cache(text) -> tuple[dict, str | None]:
+    """The ``nodes`` of a cache file's text, and why the text was not usable (None when it was); entries
+    without a ``facts`` mapping are left out (their nodes are gathered again)."""
+    nodes, problem = read_state(text, CACHE_FORMAT, "nodes", "the node facts cache")
+    return {str(host): entry for host, entry in nodes.items()
+            if isinstance(entry, dict) and isinstance(entry.get("facts"), dict)}, problem
+
+
+def _age_reason(entry, gather, now, max_age):
+    if entry is None:
+        return "missing"
+    if entry.get("stale"):
+        return "stale"
+    if sorted(entry.get("gather") or []) != sorted(gather):
+        return "gather changed"
+    gathered_at = entry.get("gathered_at")
+    if not isinstance(gathered_at, (int, float)) or isinstance(gathered_at, bool) or now - gathered_at > max_age:
+        return "aged"
+    return None
+
+
+def select(nodes, hosts, gather, max_age, refresh=(), now=None) -> dict:
+    """Choose the hosts to visit, in the order of ``hosts``.
+
+    Returns ``now`` (the time the run's entries are stamped with), ``visit``, ``reasons`` (host -> why it
+    is visited: ``missing``, ``aged``, ``stale``, ``gather changed`` or ``refresh``) and ``nodes`` (the cache as read, for ``merge``)."""
+    now = time.time() if now is None else float(now)
+    refresh = set(refresh or ())
+    reasons = {}
+    for host in hosts:
+        reason = "refresh" if host in refresh else _age_reason(nodes.get(host), gather, now, max_age)
+        if reason:
+            reasons[host] = reason
+    return {"now": now, "visit": [host for host in hosts if host in reasons], "reasons": reasons,
+            "gather": sorted(gather), "nodes": nodes}
+
+
+def merge(selection, gathered) -> dict:
+    """The cache after a run: ``gathered`` (host -> the facts it gathered) stamped with the run's time;
+    a visited host that gathered nothing (it failed, was unreachable or left out by --limit) keeps its
+    old facts marked stale, so the next run visits it again; every other entry is kept as it was.
+    Facts whose NVLink part is ``unhealthy`` or ``invalid`` are kept stale too: such a node is
+    gathered again every run until its facts are good."""
+    nodes = dict(selection["nodes"])
+    for host in selection["visit"]:
+        facts = gathered.get(host)
+        if isinstance(facts, dict):
+            nvlink = (facts.get("topology_node") or {}).get("nvlink") or {}
+            entry = {"gathered_at": selection["now"], "gather": selection["gather"], "facts": facts}
+            if nvlink.get("unhealthy") or nvlink.get("invalid"):
+                entry["stale"] = True
+            nodes[host] = entry
+        elif host in nodes:
+            nodes[host] = {**nodes[host], "stale": True}
+    return {"format": CACHE_FORMAT, "nodes": dict(sorted(nodes.items()))}
