@@ -18,10 +18,10 @@ from ansible_collections.aifactory.topology.plugins.module_utils._engines.imex i
     render_config,
     render_nodes_config,
 )
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import FileWriteError, ensure_file
 
 NVIDIA_SMI_TIMEOUT = 60
 MAX_VERSION_FILE = 64 * 1024  # /proc/driver/nvidia/version is two lines
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.file import FileWriteError, ensure_file
 
 
 def _directories(module, paths):
