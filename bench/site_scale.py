@@ -26,7 +26,8 @@ For each size, in order, each one ``ansible-playbook`` process (forks ``--forks`
 
 ``--goals-only`` runs only the ping, the first run, the steady state and one rack changed (the goals of the
 docs, at sizes where every phase would take too long). ``--seeded`` skips every phase that visits all
-nodes (the ping play too) and seeds the IMEX applied-state file and the node facts cache instead, with the same filters that record a full rollout (``imex_fleet`` + ``imex_applied``,
+nodes (the ping play too) and seeds the IMEX applied-state file and the node facts cache instead, with
+the same filters that record a full rollout (``imex_fleet`` + ``imex_applied``,
 ``node_facts_select`` + ``node_facts_merge``): for the steady state and the one-rack phases at sizes where
 a full rollout takes too long on this machine.
 
