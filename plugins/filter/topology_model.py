@@ -64,7 +64,15 @@ def imex_applied(fleet, reports):
     return {"format": imex.STATE_FORMAT, "domains": imex.applied_after(fleet["applied"], fleet, reports)}
 
 
+def imex_driver_branch(text, from_nvidia_smi=False):
+    """The driver branch (such as '570') in the driver's version file or nvidia-smi's answer; '' when none.
+    The same reading imex_config makes when it reads the driver itself (see the engine's ``driver_branch``)."""
+    if text is not None and not isinstance(text, str):
+        raise AnsibleFilterError(f"imex_driver_branch: the input must be text, got {type(text).__name__}")
+    return imex.driver_branch(text, from_nvidia_smi=bool(from_nvidia_smi))
+
+
 class FilterModule:
     def filters(self):
         return {"topology_domains": topology_domains, "imex_peers": imex_peers, "imex_fleet": imex_fleet,
-                "imex_applied": imex_applied}
+                "imex_applied": imex_applied, "imex_driver_branch": imex_driver_branch}

@@ -65,3 +65,14 @@ def test_imex_fleet_and_imex_applied_round_trip_through_the_state_file_text():
     assert FILTERS["imex_fleet"](MODEL, records, {}, "garbage", "r1")["state_problem"].startswith("not JSON")
     with pytest.raises(AnsibleFilterError, match="imex_fleet's result"):
         FILTERS["imex_applied"]({}, {})
+
+
+def test_imex_driver_branch_reads_the_version_file_and_nvidia_smi_as_imex_config_does():
+    branch = FILTERS["imex_driver_branch"]
+    version_file = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build  "
+                    "(dvs-builder@U16-I3-B13-3-1)  Tue Mar 25 21:40:17 UTC 2025\nGCC version:  gcc 12.2.0\n")
+    assert branch(version_file) == "570"
+    assert branch("580.95.05\n580.95.05\n", from_nvidia_smi=True) == "580"
+    assert branch("") == "" and branch("No devices were found\n", True) == ""
+    with pytest.raises(AnsibleFilterError, match="imex_driver_branch: the input must be text, got list"):
+        branch(["570.1"])
