@@ -188,6 +188,21 @@ class GrpcAbort(Exception):
         self.code, self.details, self.trailers = code, details, trailers
 
 
+def grpc_route(method, route):
+    """FakeGrpcApi handlers answering ``method`` through an HTTP-style ``route(request)``.
+
+    The call is given to the route as a ``Request``: a POST of the method, its metadata as the
+    headers, the request message's bytes as the body. The route returns the answer's bytes,
+    ``HANG``, or a ``GrpcAbort`` (the status the call ends with), so one route serves either server.
+    """
+    def handler(body, metadata):
+        reply = route(Request("POST", method, {}, metadata, body, method))
+        if isinstance(reply, GrpcAbort):
+            raise reply
+        return reply
+    return {method: handler}
+
+
 # -- running providers and modules ----------------------------------------------------------
 
 # Fast, bounded retries for tests that do not look at the delays themselves.

@@ -1,4 +1,4 @@
-"""The cloud APIs the HTTP providers read, as the fake servers answer them, and each provider's contract case.
+"""The cloud APIs the providers read, as the fake servers answer them, and each provider's contract case.
 
 Each provider's builders (its records, its pages, its params) live here, not in its test module,
 so its own tests, the shared contract suite (``test_provider_contract.py``) and the error table
@@ -6,9 +6,10 @@ so its own tests, the shared contract suite (``test_provider_contract.py``) and 
 
 ``CONTRACT`` maps a provider name (as in ``_providers/_specs.PROVIDERS``) to its ``CloudCase``:
 what the contract suite needs to serve that API one good page, a page that repeats itself, a
-malformed body, one bad record among good ones and its errors. aws (EC2's XML through botocore) and
-oci (requests signed by the OCI SDK, the signature checked by the fake server) answer through their
-own helpers modules (``fake_aws.py``, ``fake_oci.py``).
+malformed body, one bad record among good ones and its errors. aws (EC2's XML through botocore),
+oci (requests signed by the OCI SDK, the signature checked by the fake server) and nebius (gRPC,
+through the Nebius SDK) answer through their own helpers modules (``fake_aws.py``, ``fake_oci.py``,
+``fake_nebius.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import html
 from dataclasses import dataclass
 from typing import Callable
 
-from tests.integration import fake_aws, fake_oci
-from tests.integration.fake_apis import NO_WAIT, json_reply, text_reply
+from tests.integration import fake_aws, fake_nebius, fake_oci
+from tests.integration.fake_apis import NO_WAIT, GrpcAbort, grpc_route, json_reply, text_reply
 
 # -- lambda: GET /api/v1/topology/instance, the envelope {data, page_token} -------------------
 
@@ -89,7 +90,7 @@ def nscale_params(server, instances, **extra):
 
 @dataclass(frozen=True)
 class CloudCase:
-    """One HTTP cloud provider, as the contract suite drives it.
+    """One cloud provider, as the contract suite drives it.
 
     ``route(records)`` serves ``records`` (provider-shaped) in pages as the API does;
     ``repeating(records)`` answers every request with the same non-final page; ``record(id, good)``
@@ -99,7 +100,10 @@ class CloudCase:
     is the API's own error reply (default: a JSON body). ``listing(request)`` tells the paged listing
     request from the others (default: every request is one): ``serve`` answers the listing with the
     reply a case injects and every other request as ``route`` does (OCI's availability domains and
-    hosts).
+    hosts). ``status_words(status)`` and ``timeout_words`` are patterns for how its errors name an
+    HTTP status and a timeout. ``grpc`` is the listing's method for an API that speaks gRPC: the
+    routes then answer on a gRPC server (``fake_apis.grpc_route``), ``error`` gives the ``GrpcAbort``
+    an HTTP status stands for, and ``status_words`` names that code.
     """
 
     params: Callable
@@ -114,6 +118,19 @@ class CloudCase:
     malformed_words: str
     error: Callable = None
     listing: Callable = None
+    status_words: Callable = None
+    timeout_words: str = r"ReadTimeout(Error)?"
+    grpc: str = None
+
+    def start(self, fake_http, fake_grpc, route):
+        """The case's fake server (the ``fake_http`` or ``fake_grpc`` fixture) answering through ``route``."""
+        if self.grpc is None:
+            return fake_http(route)
+        return fake_grpc(grpc_route(self.grpc, route))
+
+    def said(self, status):
+        """A pattern for how the provider's errors name the HTTP ``status`` (or what stands for it)."""
+        return self.status_words(status) if self.status_words is not None else rf"HTTP {status}\b"
 
     def error_reply(self, status, headers=None, message="error"):
         if self.error is not None:
@@ -183,9 +200,12 @@ CONTRACT = {
 
 # -- aws: EC2 DescribeInstanceTopology, XML through botocore ------------------------------------
 
+def _aws_code(status):
+    return {401: "AuthFailure", 429: "RequestLimitExceeded", 500: "InternalError"}.get(status, "Unavailable")
+
+
 def _aws_error(status, headers, message):
-    code = {401: "AuthFailure", 429: "RequestLimitExceeded", 500: "InternalError"}.get(status, "Unavailable")
-    return fake_aws.error_reply(status, code, html.escape(message), headers)
+    return fake_aws.error_reply(status, _aws_code(status), html.escape(message), headers)
 
 
 def _aws_record(instance_id, good):
@@ -200,7 +220,8 @@ CONTRACT["aws"] = CloudCase(
     record=_aws_record,
     malformed=lambda request: text_reply("<html><body>502 from a proxy</body></html>", content_type="text/html"),
     malformed_words="EC2 DescribeInstanceTopology in us-east-1",
-    error=_aws_error)
+    error=_aws_error,
+    status_words=lambda status: rf"HTTP {status} {_aws_code(status)}\b")
 
 
 # -- oci: ListComputeHosts and GetComputeHost, every request's signature checked ---------------
@@ -239,3 +260,35 @@ CONTRACT["oci"] = CloudCase(
     malformed_words="expected a ComputeHostCollection",
     error=lambda status, headers, message: json_reply({"code": "Error", "message": message}, status, headers),
     listing=lambda request: request.path.endswith("/20160918/computeHosts"))
+
+
+# -- nebius: nebius.compute.v1.InstanceService/List over gRPC ----------------------------------
+
+# The gRPC code the fake server ends a call with where an HTTP API answers the status.
+NEBIUS_CODES = {401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 502: "UNAVAILABLE",
+                503: "UNAVAILABLE"}
+
+
+def _nebius_error(status, headers, message):
+    """The status's gRPC code; a Retry-After is gRPC's server pushback (``grpc-retry-pushback-ms``)."""
+    seconds = (headers or {}).get("Retry-After")
+    trailers = (("grpc-retry-pushback-ms", str(int(float(seconds) * 1000))),) if seconds else None
+    return GrpcAbort(NEBIUS_CODES[status], message, trailers)
+
+
+def _nebius_record(instance_id, good):
+    return fake_nebius.instance(instance_id, ["core", "spine", "leaf" if good else "le,af"], "nvlgroup-1")
+
+
+CONTRACT["nebius"] = CloudCase(
+    params=fake_nebius.params, creds={"iam_token": fake_nebius.TOKEN}, secret=fake_nebius.TOKEN, region="eu-north1",
+    route=lambda records: lambda request: fake_nebius.page(records),
+    repeating=lambda records: lambda request: fake_nebius.page(records, token="same"),
+    repeated_words="page token 'same' twice",
+    record=_nebius_record,
+    malformed=lambda request: b"\x0a\xff\xff\xff\x0f<html>",  # a field length past the end: no message
+    malformed_words="the response is not a ListInstancesResponse",
+    error=_nebius_error,
+    status_words=lambda status: rf"gRPC {NEBIUS_CODES[status]}\b",
+    timeout_words="gRPC DEADLINE_EXCEEDED",
+    grpc=fake_nebius.METHOD)

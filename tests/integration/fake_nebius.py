@@ -1,7 +1,7 @@
 """The Nebius compute API's messages as the nebius tests' fake gRPC server answers them.
 
-Shared by ``test_provider_nebius.py`` and ``test_provider_errors.py`` (a test module never imports
-another one).
+Shared by ``test_provider_nebius.py``, ``test_provider_errors.py`` and nebius's contract case in
+``fake_clouds.py`` (a test module never imports another one).
 
 Its playbook cases (``playbook_case`` and the credential forms) are what
 ``test_provider_creds_playbook.py`` runs with ``ansible-playbook -vvvv``.
@@ -59,8 +59,9 @@ REQUESTED = [{"instances": {"computeinstance-a1": "h100-01", "computeinstance-a2
                             "computeinstance-a5": "h100-05"}}]
 
 
-def params(server, **extra):
-    return dict(NO_WAIT, instances=REQUESTED, project_id=PROJECT, endpoint=server.endpoint, tls=False, **extra)
+def params(server, instances=None, **extra):
+    return dict(NO_WAIT, instances=instances or REQUESTED, project_id=PROJECT, endpoint=server.endpoint, tls=False,
+                **extra)
 
 
 EXCHANGE = "/nebius.iam.v1.TokenExchangeService/Exchange"

@@ -5,7 +5,10 @@ messages (``nebius.api.nebius.compute.v1``; this SDK release ships messages and 
 servicers, so the handlers are grpc's generic ones), and every request's ``authorization``
 metadata is recorded. For a service-account key the same server answers
 ``nebius.iam.v1.TokenExchangeService/Exchange`` and verifies the SDK's JWT with the public key;
-the metadata service's token endpoint is a local HTTP server.
+the metadata service's token endpoint is a local HTTP server. What every cloud provider keeps
+(deadlines and UNAVAILABLE retried a bounded number of times, RESOURCE_EXHAUSTED's pushback and its
+cap, a repeated page token, a message that does not decode, an echoed token never shown, one bad
+instance quarantined) is ``test_provider_contract.py``'s, with ``fake_clouds.CONTRACT["nebius"]``.
 """
 
 from __future__ import annotations
@@ -21,12 +24,10 @@ from nebius.api.nebius.compute.v1 import ListInstancesRequest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError
 from tests.integration.fake_apis import (
-    HANG,
     GrpcAbort,
     discover,
     json_reply,
     placement,
-    slurm_topology_run,
     topology_info_run,
 )
 from tests.integration.fake_nebius import METHOD, PROJECT, instance, page
@@ -70,38 +71,6 @@ def test_pages_root_first_paths_nvl_group_domains_and_missing_instances(fake_grp
     assert placement(topology, "h100-02") == (["leaf-2", "spine-1", "core-1"], "nvlgroup-1", None)
 
 
-def test_a_repeated_page_token_stops_with_an_error(fake_grpc):
-    looping = page([instance("computeinstance-a1", ["a", "b", "c"])], token="loop")
-    server = fake_grpc({METHOD: lambda request, metadata: looping})
-    with pytest.raises(RemoteAPIError, match="page token 'loop' twice"):
-        discover("nebius", params(server), {"iam_token": TOKEN})
-
-
-def test_resource_exhausted_honours_pushback_then_unavailable_backs_off(fake_grpc, sleeps):
-    answers = [GrpcAbort("RESOURCE_EXHAUSTED", "quota", (("grpc-retry-pushback-ms", "1500"),)),
-               GrpcAbort("UNAVAILABLE", "try later")]
-
-    def flaky(request, metadata):
-        if answers:
-            raise answers.pop(0)
-        return page([instance("computeinstance-a1", ["a", "b", "c"], "g")])
-
-    server = fake_grpc({METHOD: flaky})
-    topology, _warnings = discover("nebius", dict(params(server), retry_backoff=0.25, retry_after_max=60), {"iam_token": TOKEN})
-    assert sleeps == [1.5, 0.5] and len(server.requests) == 3
-    assert topology.nodes["h100-01"].domain == "g"
-
-
-def test_unavailable_retries_are_bounded(fake_grpc, sleeps):
-    def down(request, metadata):
-        raise GrpcAbort("UNAVAILABLE", "maintenance")
-
-    server = fake_grpc({METHOD: down})
-    with pytest.raises(RemoteAPIError, match="gRPC UNAVAILABLE after 3 attempts"):
-        discover("nebius", dict(params(server), retry_attempts=3), {"iam_token": TOKEN})
-    assert len(server.requests) == 3
-
-
 def test_permission_denied_is_not_retried_and_says_why(fake_grpc):
     def denied(request, metadata):
         raise GrpcAbort("PERMISSION_DENIED", "no access to project")
@@ -110,20 +79,6 @@ def test_permission_denied_is_not_retried_and_says_why(fake_grpc):
     with pytest.raises(RemoteAPIError, match="PERMISSION_DENIED: no access to project.*compute.instance.list"):
         discover("nebius", params(server), {"iam_token": TOKEN})
     assert len(server.requests) == 1
-
-
-def test_deadlines_are_retried_then_reported(fake_grpc, sleeps):
-    server = fake_grpc({METHOD: lambda request, metadata: HANG})
-    with pytest.raises(RemoteAPIError, match="gRPC DEADLINE_EXCEEDED after 2 attempts"):
-        discover("nebius", dict(params(server), timeout=0.3, retry_attempts=2), {"iam_token": TOKEN})
-    assert len(server.requests) == 2
-
-
-def test_a_malformed_body_fails_the_module_and_writes_nothing(fake_grpc, monkeypatch, tmp_path):
-    server = fake_grpc({METHOD: lambda request, metadata: b"\x0a\xff\xff\xff\x0f<html>"})
-    dest = tmp_path / "topology.conf"
-    result = slurm_topology_run(monkeypatch, "nebius", params(server), dest, {"iam_token": TOKEN})
-    assert result["failed"] and "is not a ListInstancesResponse" in result["msg"] and not dest.exists()
 
 
 def test_token_from_the_environment(fake_grpc, monkeypatch):
