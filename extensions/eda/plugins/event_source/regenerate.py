@@ -19,8 +19,9 @@ key; without it an encrypted key is an error at start, never OpenSSL's pass-phra
 ``request_timeout`` (10: seconds a connection has for its TLS handshake, then for its whole
 request), ``delay`` (15), ``max_wait`` (120), ``stats_interval`` (300: a line with the counts). The
 endpoint's options are one ``ArgumentSpec`` (``ENDPOINT``), checked by the validator every source's
-arguments go through (``_eda.source_args``) and built into ``EndpointOptions``. A refused request is one bad message: answered, counted, logged (the first few of each period, with
-the peer only) and forgotten.
+arguments go through (``_eda.source_args``) and built into ``EndpointOptions``. A refused request
+is one bad message: answered, counted, logged (the first few of each period, with the peer only)
+and forgotten.
 
 This ``request_timeout`` is the endpoint's own: how long the server gives a client connection (a deadline
 against a client that stalls or drips), not the Kubernetes connection's ``request_timeout`` of the modules and
