@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # Kubernetes connection options; names and K8S_AUTH_* variables as kubernetes.core's.
+    # Kubernetes connection options (_transport/k8s_auth.CONNECTION); names and K8S_AUTH_* variables as kubernetes.core's.
     DOCUMENTATION = r"""
 options:
   kubeconfig:
@@ -56,6 +56,11 @@ options:
       - Falls back to E(K8S_AUTH_CLIENT_KEY) or E(K8S_AUTH_KEY_FILE).
     type: path
     aliases: [key_file]
+  request_timeout:
+    description:
+      - Seconds each API request may take, from sending it to the end of the answer (a list, page by page).
+    type: float
+    default: 60
 requirements:
   - kubernetes (the Python client) on the host that runs the task
 notes:
@@ -63,7 +68,7 @@ notes:
     used in its place.
 """
 
-    # Write options shared by the modules that write to the API server.
+    # Write options shared by the modules that write to the API server (_orchestration/k8s_module.WRITES).
     WRITES = r"""
 options:
   concurrency:
@@ -77,10 +82,6 @@ options:
         recomputed from a fresh read and sent again.
     type: int
     default: 5
-  request_timeout:
-    description: Seconds each API request may take.
-    type: float
-    default: 60
 attributes:
   check_mode:
     support: full

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The topology label keys and node selection, shared by k8s_node_labels and k8s_scheduler_topology.
 
-The argument spec is _orchestration.k8s_module.LABEL_KEYS_ARG_SPEC, so both modules read the same keys the same way.
+The argument spec is _orchestration.k8s_module.LABEL_KEYS, so both modules read the same keys the same way.
 """
 
 from __future__ import annotations

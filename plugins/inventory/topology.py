@@ -128,7 +128,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._base import arguments as _arguments
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import PROVIDER_ARG_SPEC, load_model_file
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import PROVIDER, load_model_file
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.ansible_groups import (
     GROUP_CLASH, layout, skip_message)
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import AifactoryTopologyError, TopologyError
@@ -138,7 +138,7 @@ display = Display()
 # The modules' provider option, checked by the same validator; a name outside the registry is left to
 # _providers.discover, whose message lists the providers.
 PROVIDER_OPTIONS = {key: {name: value for name, value in option.items() if name != "choices"}
-                    for key, option in PROVIDER_ARG_SPEC["provider"]["options"].items()}
+                    for key, option in PROVIDER.argument_spec["provider"]["options"].items()}
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):

@@ -79,15 +79,19 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_node_annotations
-from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_node_annotations
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import CONNECTION
+
+OWN = ArgumentSpec({
+    "node_facts": {"type": "dict", "required": True},
+    "region": {"type": "str", "default": "local"},
+})
 
 
 def main():
-    spec = dict(_k8s.AUTH_ARG_SPEC, **_k8s.WRITE_ARG_SPEC)
-    spec.update(node_facts={"type": "dict", "required": True}, region={"type": "str", "default": "local"})
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    k8s_node_annotations.run(module)
+    spec = CONNECTION.merge(k8s_module.WRITES, OWN)
+    k8s_node_annotations.run(AnsibleModule(**spec.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

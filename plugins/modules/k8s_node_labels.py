@@ -170,19 +170,20 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_node_labels
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, SHRINK_GUARD_ARG_SPEC
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import SHRINK_GUARD
+
+OWN = ArgumentSpec({
+    "clean_absent_nodes": {"type": "bool", "default": True},
+    "taint_unhealthy": {"type": "bool", "default": False},
+    "location_labels": {"type": "bool", "default": False},
+})
 
 
 def main():
-    module = AnsibleModule(argument_spec=k8s_module.argument_spec(
-        **k8s_module.LABEL_KEYS_ARG_SPEC,
-        clean_absent_nodes={"type": "bool", "default": True},
-        taint_unhealthy={"type": "bool", "default": False},
-        location_labels={"type": "bool", "default": False},
-        **SHRINK_GUARD_ARG_SPEC,
-    ), supports_check_mode=True, **INPUT_CONSTRAINTS)
-    k8s_node_labels.run(module)
+    spec = k8s_module.module_spec(k8s_module.LABEL_KEYS, SHRINK_GUARD, OWN)
+    k8s_node_labels.run(AnsibleModule(**spec.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -169,12 +169,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.scheduler_topology import SCHEDULER
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, k8s_scheduler_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS
 
 
 def main():
-    module = AnsibleModule(argument_spec=k8s_module.argument_spec(
-        **k8s_module.LABEL_KEYS_ARG_SPEC, **SCHEDULER.argument_spec), supports_check_mode=True, **INPUT_CONSTRAINTS)
+    module = AnsibleModule(**k8s_module.module_spec(k8s_module.LABEL_KEYS, SCHEDULER).module_kwargs(),
+                           supports_check_mode=True)
     k8s_scheduler_topology.run(module)
 
 

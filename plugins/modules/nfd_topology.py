@@ -121,18 +121,20 @@ deleted:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, nfd_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, SHRINK_GUARD_ARG_SPEC
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import SHRINK_GUARD
+
+OWN = ArgumentSpec({
+    "namespace": {"type": "str", "required": True},
+    "cleanup": {"type": "bool", "default": True},
+    "no_topology_value": {"type": "str"},
+})
 
 
 def main():
-    module = AnsibleModule(argument_spec=k8s_module.argument_spec(
-        namespace={"type": "str", "required": True},
-        cleanup={"type": "bool", "default": True},
-        no_topology_value={"type": "str"},
-        **SHRINK_GUARD_ARG_SPEC,
-    ), supports_check_mode=True, **INPUT_CONSTRAINTS)
-    nfd_topology.run(module)
+    spec = k8s_module.module_spec(SHRINK_GUARD, OWN)
+    nfd_topology.run(AnsibleModule(**spec.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

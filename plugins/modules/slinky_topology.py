@@ -128,29 +128,25 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import RENDER
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module, slinky_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import INPUT_CONSTRAINTS, RENDER_ARG_SPEC, SHRINK_GUARD_ARG_SPEC
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import SHRINK_GUARD
+
+OWN = ArgumentSpec({
+    "namespace": {"type": "str", "required": True},
+    "configmap_name": {"type": "str", "required": True},
+    "configmap_key": {"type": "str", "default": "topology.conf", "no_log": False},
+    "skeleton_only": {"type": "bool", "default": False},
+    "use_dynamic_nodes": {"type": "bool", "default": False},
+    "pod_selector": {"type": "dict"},
+    "slurm_node_name_label": {"type": "str", "default": "slurm.node.name"},
+})
 
 
 def main():
-    argument_spec = k8s_module.argument_spec(
-        namespace={"type": "str", "required": True},
-        configmap_name={"type": "str", "required": True},
-        configmap_key={"type": "str", "default": "topology.conf", "no_log": False},
-        skeleton_only={"type": "bool", "default": False},
-        use_dynamic_nodes={"type": "bool", "default": False},
-        pod_selector={"type": "dict"},
-        slurm_node_name_label={"type": "str", "default": "slurm.node.name"},
-    )
-    argument_spec.update(RENDER_ARG_SPEC)
-    argument_spec.update(SHRINK_GUARD_ARG_SPEC)
-    module = AnsibleModule(
-        argument_spec=argument_spec,
-        mutually_exclusive=INPUT_CONSTRAINTS["mutually_exclusive"] + [("plugin", "topologies")],
-        required_one_of=INPUT_CONSTRAINTS["required_one_of"],
-        supports_check_mode=True,
-    )
-    slinky_topology.run(module)
+    spec = k8s_module.module_spec(RENDER, SHRINK_GUARD, OWN)
+    slinky_topology.run(AnsibleModule(**spec.module_kwargs(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

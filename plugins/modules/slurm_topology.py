@@ -161,12 +161,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_files import DEFAULT_HEADER
+from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import RENDER
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_topology
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import (
-    RENDER,
-    SHRINK_GUARD,
-    provider_spec,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import SHRINK_GUARD, provider_spec
 
 OWN = ArgumentSpec({
     "header": {"type": "str", "default": DEFAULT_HEADER},

@@ -158,12 +158,15 @@ class ArgumentSpec:
         return kwargs
 
     def validate(self, params, where="options"):
-        """This spec's options of ``params`` (a mapping that may hold other options too), checked, defaults filled in.
+        """This spec's options of ``params`` (a mapping that may hold other options too; an option by its alias
+        too), checked, defaults filled in.
 
         Values already validated (a module's ``params``) come back unchanged; the constraints are
         checked by AnsibleModule (and, outside it, are the caller's: what an engine takes has none).
         """
-        own = {key: value for key, value in (params or {}).items() if key in self.argument_spec}
+        names = set(self.argument_spec)
+        names.update(alias for option in self.argument_spec.values() for alias in option.get("aliases") or ())
+        own = {key: value for key, value in (params or {}).items() if key in names}
         return validate(own, self.argument_spec, where, none_is_unset=True)
 
     def check(self, value, where, prefix="", secret=False):

@@ -66,7 +66,7 @@ class Options:
 
     Built by ``SCHEDULER.build(params, keys=..., node_selector=..., no_topology_value=...)``: the spec below states
     each default once; ``keys``, ``node_selector`` and ``no_topology_value`` are the label keys' concern
-    (``k8s_module.LABEL_KEYS_ARG_SPEC``). The flavor selects the nodes of ``node_selector`` unless
+    (``k8s_module.LABEL_KEYS``). The flavor selects the nodes of ``node_selector`` unless
     ``flavor_node_labels`` says otherwise.
     """
 

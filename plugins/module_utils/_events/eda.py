@@ -9,6 +9,9 @@
 * ``SCONTROL_SPEC`` and ``scontrol_options``: the ``slurm_nodes`` source's scontrol options, its
   ``command_timeout`` the very option (and default) of the modules' ``scontrol_timeout``, built into the
   modules' ``ScontrolOptions`` by their spec (``_base/scontrol.py``).
+* ``K8S_CONNECTION_SPEC`` and ``k8s_connection_options``: the ``k8s_nodes`` source's connection options, the very
+  options (and defaults: ``request_timeout``) of the Kubernetes modules, built into the modules'
+  ``ConnectionOptions`` by their spec (``_transport/k8s_auth.CONNECTION``).
 * ``Debouncer``: the one trailing debounce every source uses. Changes arrive with ``add()``; one
   event leaves ``delay`` seconds after the last change of a burst, or ``max_wait`` seconds after its
   first change when the burst never pauses. The event carries what changed (bounded).
@@ -45,6 +48,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import MAX_VALUE_LENGTH
 from ansible_collections.aifactory.topology.plugins.module_utils._base.scontrol import SCONTROL
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import AUTH_ARG_SPEC, CONNECTION
 
 __all__ = ["AifactoryTopologyError", "RemoteAPIError", "TopologyError"]  # re-exported for the event sources
 EVENT_KEY = "topology_change"
@@ -122,7 +126,7 @@ def source_args(source, args, spec):
                 raise TopologyError(f"{where} must be >= 0, not {clip(given)}")
         elif kind == "list" and not all(isinstance(item, str) and item for item in value):
             raise TopologyError(f"{where} must be a list of non-empty strings")
-        elif kind == "str" and isinstance(given, (bool, dict, list)):
+        elif kind in ("str", "path") and isinstance(given, (bool, dict, list)):
             raise TopologyError(f"{where} must be a string")
     return values
 
@@ -143,6 +147,23 @@ def scontrol_options(args):
     """The ``ScontrolOptions`` of a source's checked arguments (``SCONTROL_SPEC``), built as the modules build theirs."""
     return SCONTROL.build({"scontrol_timeout": args["command_timeout"]}, where="options",
                           command_line=tuple(args["scontrol"]))
+
+
+# How the k8s_nodes source connects: the Kubernetes modules' connection options (auth and request_timeout, one
+# spec, one default), and the same auth options in one mapping ``auth`` (a playbook's k8s_topology_auth).
+K8S_CONNECTION_SPEC = dict(
+    CONNECTION.argument_spec,
+    # No default: Ansible's validator fills a mapping's suboptions into it, and would change a default {} in place.
+    auth={"type": "dict", "no_log": True, "options": AUTH_ARG_SPEC},
+)
+
+
+def k8s_connection_options(args):
+    """The ``ConnectionOptions`` of a source's checked arguments (``K8S_CONNECTION_SPEC``), built as the modules build
+    theirs; an auth option given on its own wins over the same one in ``auth``."""
+    given = {name: value for name, value in (args["auth"] or {}).items() if name in AUTH_ARG_SPEC and value is not None}
+    given.update({name: args[name] for name in CONNECTION.argument_spec if args[name] is not None})
+    return CONNECTION.build(given, where="options")
 
 
 # -- bad messages and the counts that make them visible ------------------------------------------

@@ -4,12 +4,9 @@
 
 from __future__ import annotations
 
-import copy
-
 from ansible_collections.aifactory.topology.plugins.module_utils import _providers
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
-from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import RENDER
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 
 # Where the topology comes from (doc fragments provider, provider.MODEL, provider.OUTPUT_FILE): one source,
@@ -39,19 +36,6 @@ SHRINK_GUARD = ArgumentSpec({
 def provider_spec(model=False, output_file=False):
     """``PROVIDER``, with ``MODEL`` (and its constraints: one source of the topology) and ``OUTPUT_FILE``."""
     return PROVIDER.merge(*([MODEL] if model else []), *([OUTPUT_FILE] if output_file else []))
-
-
-# The plain mappings, for the modules that still splice them (the Kubernetes ones): the same objects' data.
-PROVIDER_ARG_SPEC = PROVIDER.argument_spec
-RENDER_ARG_SPEC = RENDER.argument_spec
-SHRINK_GUARD_ARG_SPEC = SHRINK_GUARD.argument_spec
-INPUT_CONSTRAINTS = {"mutually_exclusive": MODEL.constraints["mutually_exclusive"],
-                     "required_one_of": MODEL.constraints["required_one_of"]}
-
-
-def provider_arg_spec(model=False, output_file=False):
-    """provider, plus model (doc fragment provider.MODEL) and dest/backup (provider.OUTPUT_FILE), as a mapping."""
-    return copy.deepcopy(provider_spec(model, output_file).argument_spec)
 
 
 def warning_collector(module):

@@ -1,46 +1,60 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the Kubernetes modules share: their argument spec, the connection they write through, and ``finish``, the one
-place a write report becomes the result's ``changed``, ``diff`` and the partial-write error."""
+"""What the Kubernetes modules share: their argument specs, the connection they write through, and ``finish``, the one
+place a write report becomes the result's ``changed``, ``diff`` and the partial-write error.
+
+Each concern's options are one ``ArgumentSpec``: the connection (``CONNECTION``, doc fragment k8s_auth, in
+``_transport/k8s_auth.py`` because the ``k8s_nodes`` event source builds its connection through it too), the writes
+(``WRITES``, k8s_auth.WRITES) and the label keys (``LABEL_KEYS``, k8s_labels); ``module_spec`` merges them for a
+module, and ``connect`` builds the client and the writers' options from them.
+"""
 
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
-from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_arg_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import CONNECTION
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import provider_spec
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import failing_cleanly
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import PartialWrite, WriteOptions
 
-# Doc fragment k8s_labels: the label keys k8s_node_labels writes and k8s_scheduler_topology names as levels.
-LABEL_KEYS_ARG_SPEC = {
+# The label keys k8s_node_labels writes and k8s_scheduler_topology names as levels.
+LABEL_KEYS = ArgumentSpec({
     "node_selector": {"type": "dict"},
     "fabric_labels": {"type": "list", "elements": "str"},
     "accelerator_label": {"type": "str", "default": _labels.ACCELERATOR_LABEL},
     "no_topology_value": {"type": "str"},
-}
+}, fragments=["k8s_labels"])
+
+
+def write_options(concurrency, conflict_retries, check_mode=False, field_manager=_k8s.FIELD_MANAGER):
+    """The writers' ``WriteOptions`` of the write options (``WRITES.build``; the writers name the retries ``retries``)."""
+    return WriteOptions(check_mode, concurrency, conflict_retries, field_manager=field_manager)
+
+
+# How the modules write: requests at once (also the client's connections), retries of a write that lost a race.
+WRITES = ArgumentSpec({
+    "concurrency": {"type": "int", "default": 8},
+    "conflict_retries": {"type": "int", "default": 5},
+}, fragments=["k8s_auth.WRITES"], options_class=write_options)
 
 
 def label_keys(params):
     return _labels.LabelKeys(params["fabric_labels"], params["accelerator_label"], params.get("location_labels", False))
 
 
-def argument_spec(**options):
-    """provider/model, the connection options (doc fragment k8s_auth), the write options (k8s_auth.WRITES)."""
-    spec = provider_arg_spec(model=True)
-    spec.update(_k8s.AUTH_ARG_SPEC)
-    spec.update(_k8s.WRITE_ARG_SPEC)
-    spec.update(options)
-    return spec
+def module_spec(*concerns):
+    """A Kubernetes module's spec: provider or model (one of them), the connection, the writes, then ``concerns``."""
+    return provider_spec(model=True).merge(CONNECTION, WRITES, *concerns)
 
 
 def connect(module, field_manager=_k8s.FIELD_MANAGER):
-    """(client, write options) from a module's connection and write options."""
-    params = module.params
-    client = _k8s.K8sClient.from_auth(_k8s.auth_params(params), concurrency=params["concurrency"],
-                                      timeout=params["request_timeout"])
-    return client, WriteOptions(module.check_mode, params["concurrency"], params["conflict_retries"],
-                                field_manager=field_manager)
+    """(client, write options) from a module's connection options (``CONNECTION``) and write options (``WRITES``)."""
+    writes = WRITES.build(module.params, check_mode=module.check_mode, field_manager=field_manager)
+    client = _k8s.K8sClient.from_options(CONNECTION.build(module.params), concurrency=writes.concurrency)
+    return client, writes
 
 
 def run(module, work, warnings=None):

@@ -19,7 +19,7 @@ from collections import namedtuple
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import DEFAULT_DISCOVERY_TIMEOUT
-from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import AUTH_OPTIONS
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import AUTH_OPTIONS, CONNECTION
 
 # module: the file in _providers/; function: its discover function; params, creds: ArgumentSpec objects;
 # doc: the provider's page.
@@ -387,7 +387,8 @@ _KUBERNETES_COMMON = {
                             "description": "The Node annotation that holds the model's node name (Topograph's node "
                                            "data broker writes it); nodes without it keep their Kubernetes name; an "
                                            "empty string always uses the Kubernetes name."},
-    "request_timeout": {"type": "float", "default": 60.0, "description": "Seconds each API request may take."},
+    # The Kubernetes modules' option (_transport/k8s_auth.CONNECTION): one default.
+    "request_timeout": dict(CONNECTION.argument_spec["request_timeout"], description="Seconds each API request may take."),
 }
 DRA_PARAMS = ArgumentSpec(_with_accelerator(dict(_KUBERNETES_COMMON, label={
     "type": "str", "default": GPU_CLIQUE_LABEL, "description": "The Node label that holds the accelerator domain."})))

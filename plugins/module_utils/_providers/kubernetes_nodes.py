@@ -28,6 +28,7 @@ import hashlib
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
+from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import CONNECTION
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, clip
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
@@ -62,7 +63,9 @@ def list_cluster_nodes(params, creds, client=None, items=False, status=False):
     """[ClusterNode] for the listed Nodes (``items``: the listed object instead of its labels: its metadata, and its
     status too with ``status``); two Nodes that map to one valid model name are an error."""
     if client is None:
-        client = _k8s.K8sClient.from_auth(creds, timeout=params.get("request_timeout") or 60.0)
+        # The modules' connection options (one request_timeout default): creds are its auth options.
+        client = _k8s.K8sClient.from_options(CONNECTION.build(dict(creds, request_timeout=params.get("request_timeout")),
+                                                              where="creds"))
     selector = _k8s.selector_string(params.get("node_selector"), "params.node_selector")
     annotation = params.get("instance_annotation", INSTANCE_ANNOTATION)
     result, seen = [], {}

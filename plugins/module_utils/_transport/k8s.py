@@ -44,12 +44,6 @@ HAS_KUBERNETES = importlib.util.find_spec("kubernetes") is not None
 MISSING_LIBRARY = ("the Python library 'kubernetes' is required on the host that runs this task "
                    "(pip install kubernetes; it is in the collection's requirements.txt)")
 
-# Doc fragment k8s_auth.WRITES.
-WRITE_ARG_SPEC = {
-    "concurrency": {"type": "int", "default": 8},
-    "conflict_retries": {"type": "int", "default": 5},
-    "request_timeout": {"type": "float", "default": 60.0},
-}
 FIELD_MANAGER = "aifactory-topology"
 LIST_PAGE_SIZE = 500
 # A list of only the objects' metadata (PartialObjectMetadataList), as client-go's metadata informers ask
@@ -69,11 +63,6 @@ class K8sError(RemoteAPIError):
     def field_manager_conflict(self):
         causes = (self.body.get("details") or {}).get("causes") or []
         return any(cause.get("type") == "FieldManagerConflict" for cause in causes)
-
-
-def auth_params(params):
-    """Just the auth options of a module's (or provider creds') parameters."""
-    return {name: params.get(name) for name in AUTH_OPTIONS}
 
 
 def resolve_auth(options, environ=None):
@@ -214,20 +203,27 @@ def status_message(data):
 class K8sClient:
     """JSON requests to the API server, with the library's auth; one instance per task, thread-safe."""
 
-    def __init__(self, config, timeout=60.0, concurrency=8, auth=None):
+    def __init__(self, config, timeout=60.0, concurrency=8, auth=None, source=None):
         k8s_client, _k8s_config, self._urllib3 = kubernetes_library()
         config.connection_pool_maxsize = max(int(concurrency), 1)
         self.host = config.host
         self.api = k8s_client.ApiClient(config)
         self.timeout = timeout
         self.auth = auth  # the resolved auth options it was built from (from_auth), for serves()
+        self.source = source  # where its credentials came from (configuration: host, kubeconfig, in-cluster)
         self._lists = None  # query -> items, inside sharing_lists()
 
     @classmethod
     def from_auth(cls, options, environ=None, **kwargs):
         auth = resolve_auth(options, environ)
-        config, _source = configuration(auth)
-        return cls(config, auth=auth, **kwargs)
+        config, source = configuration(auth)
+        return cls(config, auth=auth, source=source, **kwargs)
+
+    @classmethod
+    def from_options(cls, options, concurrency=8, environ=None):
+        """The client of ``ConnectionOptions`` (``k8s_auth.CONNECTION.build``): its auth, its ``request_timeout``;
+        ``concurrency``: the connections kept open at once (a module's write concurrency)."""
+        return cls.from_auth(options.auth(), environ, timeout=options.request_timeout, concurrency=concurrency)
 
     def serves(self, options, timeout):
         """True when a client built from auth ``options`` with ``timeout`` would be this one: same resolved

@@ -1,9 +1,20 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Kubernetes auth options, pure data: the provider registry reads them without importing the
-Kubernetes transport (``k8s.py``: http.client, ssl, threads), which a Slurm module never needs."""
+"""The Kubernetes connection options, pure data: the provider registry reads them without importing the
+Kubernetes transport (``k8s.py``: http.client, ssl, threads), which a Slurm module never needs.
+
+``CONNECTION`` (doc fragment k8s_auth) is the one argument spec of how the collection connects to an API
+server: the auth options and ``request_timeout``. The Kubernetes modules merge it and connect with
+``CONNECTION.build(module.params)`` (``_orchestration/k8s_module.connect``); the ``k8s_nodes`` event source
+builds the same ``ConnectionOptions`` through the same spec (``_events/eda.k8s_connection_options``), and the
+``dra`` and ``node_labels`` providers take its ``request_timeout`` option (one default).
+"""
 
 from __future__ import annotations
+
+import dataclasses
+
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 
 # Module option -> (argument spec, environment variables read when the option is not set),
 # as kubernetes.core names them (plugins/module_utils/args_common.py, k8s/client.py).
@@ -18,3 +29,30 @@ AUTH_OPTIONS = {
     "client_key": ({"type": "path", "aliases": ["key_file"]}, ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE")),
 }
 AUTH_ARG_SPEC = {name: dict(spec) for name, (spec, _env) in AUTH_OPTIONS.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionOptions:
+    """How to reach the API server (``CONNECTION``): the auth options as given (None: not given, so the
+    ``K8S_AUTH_*`` variable, then the kubeconfig or the service account; ``_transport/k8s.resolve_auth``) and
+    the seconds each request may take. The token is never in the repr."""
+
+    kubeconfig: str
+    context: str
+    host: str
+    api_key: str = dataclasses.field(repr=False)
+    validate_certs: bool
+    ca_cert: str
+    client_cert: str
+    client_key: str
+    request_timeout: float
+
+    def auth(self):
+        """The auth options alone, as ``_transport/k8s.resolve_auth`` takes them."""
+        return {name: getattr(self, name) for name in AUTH_OPTIONS}
+
+
+CONNECTION = ArgumentSpec(dict(
+    AUTH_ARG_SPEC,
+    request_timeout={"type": "float", "default": 60.0},
+), fragments=["k8s_auth"], options_class=ConnectionOptions)

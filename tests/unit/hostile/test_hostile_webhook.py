@@ -97,5 +97,5 @@ def test_an_encrypted_key_without_its_password_is_an_error_never_a_prompt(tls, e
     assert code == 3 and "is encrypted; give its pass phrase in option 'keyfile_password'" in output, output
     with pytest.raises(_eda.TopologyError, match=r"cannot load certfile/keyfile: SSLError \(wrong keyfile_password"):
         regenerate.check(source_args(tls, keyfile=encrypted_key, keyfile_password="wrong"))
-    assert isinstance(regenerate.check(source_args(tls, keyfile=encrypted_key, keyfile_password="pass phrase 1")),
+    assert isinstance(regenerate.check(source_args(tls, keyfile=encrypted_key, keyfile_password="pass phrase 1"))[1],
                       ssl.SSLContext)

@@ -15,8 +15,10 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments
 from ansible_collections.aifactory.topology.plugins.module_utils._base import scontrol
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import segment_capacity, slurm_options
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import common as _common
+from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
+from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s_auth
 
-SPEC_HOMES = (scontrol, slurm_options, segment_capacity, _common)
+SPEC_HOMES = (scontrol, slurm_options, segment_capacity, _common, k8s_auth, k8s_module)
 
 
 def _spec_objects():
@@ -49,7 +51,8 @@ def documented(*fragments):
 
 def test_the_argument_spec_objects_are_found():
     assert {"common.PROVIDER", "common.MODEL", "common.SHRINK_GUARD", "scontrol.SCONTROL", "slurm_options.RENDER",
-            "slurm_options.LAYOUT", "segment_capacity.CAPACITY"} <= set(SPECS)
+            "slurm_options.LAYOUT", "segment_capacity.CAPACITY", "k8s_auth.CONNECTION", "k8s_module.WRITES",
+            "k8s_module.LABEL_KEYS"} <= set(SPECS)
 
 
 # Specs whose own options the module documents (only the merged layout is a fragment's).

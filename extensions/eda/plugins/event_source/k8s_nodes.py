@@ -10,13 +10,16 @@ put only for a node added or removed, a watched label changed (``watch_labels``,
 and status updates never make one. Changes are debounced (``delay``, ``max_wait``): a burst becomes one event
 ``{"topology_change": {"source", "count", "changes", ...}}``.
 
-Options: the Kubernetes connection options of the collection's modules (``kubeconfig``, ``context``,
-``host``, ``api_key``, ``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key``, each
-falling back to its ``K8S_AUTH_*`` variable; or all of them in one mapping ``auth``, e.g. the
-``k8s_topology_auth`` variable of playbooks/k8s.yml); ``node_selector``, ``watch_labels``,
+Options: the Kubernetes connection options of the collection's modules, through their one spec
+(``_transport/k8s_auth.CONNECTION``, as the modules build theirs): ``kubeconfig``, ``context``,
+``host``, ``api_key``, ``validate_certs``, ``ca_cert``, ``client_cert``, ``client_key`` (and their
+aliases), each falling back to its ``K8S_AUTH_*`` variable, or all of them in one mapping ``auth``, e.g.
+the ``k8s_topology_auth`` variable of playbooks/k8s.yml; and ``request_timeout`` (60, the modules'
+default: seconds each list request, one page, may take; the ``/readyz`` probes have ``ready_timeout``
+and a watch ``watch_timeout``). Then ``node_selector``, ``watch_labels``,
 ``pod_selector``, ``pod_namespace``, ``delay`` (15), ``max_wait`` (120), ``initial_sync`` (true:
 one event at start, so changes made while nothing watched are applied), ``ready_timeout`` (60),
-``backoff_min`` (0.5), ``backoff_max`` (30), ``watch_timeout`` (300), ``request_timeout`` (30), and
+``backoff_min`` (0.5), ``backoff_max`` (30), ``watch_timeout`` (300), and
 the bounds against a broken API server: ``max_line`` (4 MiB), ``max_objects`` (200,000 per
 resource), ``max_pages`` (1,000); ``stats_interval`` (300: a line with the counts, bad messages
 included). One bad message (a garbage line, an object without a name) is counted, logged and
@@ -47,10 +50,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._providers.kube
 SOURCE = "aifactory.topology.k8s_nodes"
 LOG = logging.getLogger(SOURCE)
 SPEC = dict(
-    # The modules' connection options, without their aliases (every value a string or a boolean, as given).
-    {name: {"type": "bool" if spec.get("type") == "bool" else "str", "no_log": bool(spec.get("no_log"))}
-     for name, spec in _k8s.AUTH_ARG_SPEC.items()},
-    auth={"type": "dict", "default": {}, "no_log": True},  # may hold an api_key
+    **_eda.K8S_CONNECTION_SPEC,  # the modules' connection options (request_timeout too), and auth: all in one mapping
     node_selector={"type": "dict", "default": {}},
     watch_labels={"type": "list", "elements": "str", "default": [GPU_CLIQUE_LABEL]},
     pod_selector={"type": "dict", "default": {}},
@@ -60,7 +60,6 @@ SPEC = dict(
     backoff_min={"type": "float", "default": _k8s_watch.BACKOFF_MIN},
     backoff_max={"type": "float", "default": 30.0},
     watch_timeout={"type": "int", "default": _k8s_watch.WATCH_TIMEOUT},
-    request_timeout={"type": "float", "default": 30.0},
     max_line={"type": "int", "default": _k8s_watch.MAX_LINE},
     max_objects={"type": "int", "default": _k8s_watch.MAX_OBJECTS},
     max_pages={"type": "int", "default": _k8s_watch.MAX_PAGES},
@@ -94,10 +93,8 @@ def _run_in_thread(loop, watcher):
 
 
 def connect(args):
-    """(client, watchers' settings) from the source's arguments; every error names the option."""
-    auth_options = {name: args[name] for name in _k8s.AUTH_ARG_SPEC if args[name] is not None}
-    auth = _k8s.resolve_auth(dict(args["auth"], **auth_options))
-    config, origin = _k8s.configuration(auth)
+    """The client of the source's connection options (built as the modules build theirs), after the other
+    options' checks; every error names the option."""
     for label in args["watch_labels"]:
         check_label_key(label, "watch_labels item")
     if args["pod_namespace"] and not args["pod_selector"]:
@@ -105,17 +102,18 @@ def connect(args):
     for name in ("max_line", "max_objects", "max_pages", "stats_interval"):
         if not args[name]:
             raise _eda.TopologyError(f"{SOURCE}: option {name!r} must be > 0")
-    client = _k8s.K8sClient(config, timeout=args["request_timeout"])
-    return client, origin
+    if args["request_timeout"] <= 0:
+        raise _eda.TopologyError(f"{SOURCE}: option 'request_timeout' must be > 0")
+    return _k8s.K8sClient.from_options(_eda.k8s_connection_options(args))
 
 
 @_eda.scrubbed
 async def main(queue, args):
     args = _eda.source_args(SOURCE, args, SPEC)
-    client, origin = connect(args)
+    client = connect(args)
     node_selector = _k8s.selector_string(args["node_selector"], "node_selector")
     pod_selector = _k8s.selector_string(args["pod_selector"], "pod_selector")
-    LOG.info("%s: API server %s (credentials from %s); waiting until it is ready", SOURCE, client.host, origin)
+    LOG.info("%s: API server %s (credentials from %s); waiting until it is ready", SOURCE, client.host, client.source)
     await asyncio.to_thread(_k8s_watch.wait_ready, client, args["ready_timeout"])
 
     debouncer = _eda.debouncer_from(args, queue.put, SOURCE)

@@ -17,9 +17,17 @@ newline), ``certfile`` and ``keyfile`` (required: TLS only), ``keyfile_password`
 key; without it an encrypted key is an error at start, never OpenSSL's pass-phrase prompt),
 ``host`` (default 127.0.0.1; 0.0.0.0 in an EDA controller activation), ``port`` (default 5443),
 ``request_timeout`` (10: seconds a connection has for its TLS handshake, then for its whole
-request), ``delay`` (15), ``max_wait`` (120), ``stats_interval`` (300: a line with the counts). A
-refused request is one bad message: answered, counted, logged (the first few of each period, with
-the peer only) and forgotten.
+request), ``delay`` (15), ``max_wait`` (120), ``stats_interval`` (300: a line with the counts). The
+endpoint's options are one ``ArgumentSpec`` (``ENDPOINT``), checked by the validator every source's
+arguments go through (``_eda.source_args``) and built into ``EndpointOptions``. A refused request
+is one bad message: answered, counted, logged (the first few of each period, with the peer only)
+and forgotten.
+
+This ``request_timeout`` is the endpoint's own: how long the server gives a client connection (a deadline
+against a client that stalls or drips), not the Kubernetes connection's ``request_timeout`` of the modules and
+the ``k8s_nodes`` source (how long the collection waits for the API server's answer, 60 s, one spec in
+``_transport/k8s_auth.py``). A local client posts a few bytes: 10 s is generous for it and short enough that
+held connections cost little, while a list of 5,000 nodes from the API server may need far longer.
 
 Bounds (docs/security.md): a request head of at most 8190 bytes a line and 128 headers (aiohttp's
 parser), a body of at most ``MAX_BODY`` bytes announced by Content-Length (411 without one, 413
@@ -31,6 +39,7 @@ its headers holds nothing but its own socket: the event loop serves the others m
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import json
 import logging
@@ -48,16 +57,38 @@ except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/a
 
 from aiohttp import web
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
+
 SOURCE = "aifactory.topology.regenerate"
 LOG = logging.getLogger(SOURCE)
+
+
+@dataclasses.dataclass(frozen=True)
+class EndpointOptions:
+    """The endpoint (``ENDPOINT``): the token it asks for, its TLS files, where it listens, and the seconds a
+    client connection has (``request_timeout``: the server's deadline on its clients). Neither the token nor
+    the key's pass phrase is in the repr."""
+
+    token: str = dataclasses.field(repr=False)
+    certfile: str
+    keyfile: str
+    keyfile_password: str = dataclasses.field(repr=False)
+    host: str
+    port: int
+    request_timeout: float
+
+
+ENDPOINT = ArgumentSpec({
+    "token": {"type": "str", "no_log": True},
+    "certfile": {"type": "str"},
+    "keyfile": {"type": "str"},
+    "keyfile_password": {"type": "str", "no_log": True},
+    "host": {"type": "str", "default": "127.0.0.1"},
+    "port": {"type": "int", "default": 5443},
+    "request_timeout": {"type": "float", "default": 10.0},
+}, options_class=EndpointOptions)
 SPEC = dict(
-    token={"type": "str", "no_log": True},
-    certfile={"type": "str"},
-    keyfile={"type": "str"},
-    keyfile_password={"type": "str", "no_log": True},
-    host={"type": "str", "default": "127.0.0.1"},
-    port={"type": "int", "default": 5443},
-    request_timeout={"type": "float", "default": 10.0},
+    ENDPOINT.argument_spec,
     **_eda.DEBOUNCE_SPEC,
     **_eda.STATS_SPEC,
 )
@@ -75,8 +106,10 @@ TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
 def check(args):
-    """The TLS context; every missing or bad option is an error naming it (never showing the token)."""
-    token = args["token"]
+    """(``EndpointOptions``, TLS context) of the source's checked arguments (``_eda.source_args``), built by
+    ``ENDPOINT``; every missing or bad option is an error naming it (never showing the token)."""
+    endpoint = ENDPOINT.build(args, where=SOURCE)
+    token = endpoint.token
     if not token or len(token) < MIN_TOKEN:
         raise _eda.TopologyError(f"{SOURCE}: option 'token' is required and must have at least {MIN_TOKEN} "
                                  "characters")
@@ -86,13 +119,14 @@ def check(args):
                                  "-._~+/ then any '='); it has white space, a newline or another character "
                                  "(a file's trailing newline? strip it)")
     for name in ("certfile", "keyfile"):
-        if not args[name]:
+        path = getattr(endpoint, name)
+        if not path:
             raise _eda.TopologyError(f"{SOURCE}: option {name!r} is required (the endpoint serves HTTPS only)")
-        if not os.path.isfile(args[name]):
-            raise _eda.TopologyError(f"{SOURCE}: {name} {args[name]} does not exist")
-    if not 0 < args["port"] < 65536:
+        if not os.path.isfile(path):
+            raise _eda.TopologyError(f"{SOURCE}: {name} {path} does not exist")
+    if not 0 < endpoint.port < 65536:
         raise _eda.TopologyError(f"{SOURCE}: option 'port' must be 1-65535")
-    if args["request_timeout"] <= 0:
+    if endpoint.request_timeout <= 0:
         raise _eda.TopologyError(f"{SOURCE}: option 'request_timeout' must be > 0")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -101,17 +135,17 @@ def check(args):
     def password():
         # Called only for an encrypted key. Without it OpenSSL asks on the terminal and waits.
         asked.append(True)
-        if args["keyfile_password"] is None:
-            raise _eda.TopologyError(f"{SOURCE}: keyfile {args['keyfile']} is encrypted; give its pass phrase "
+        if endpoint.keyfile_password is None:
+            raise _eda.TopologyError(f"{SOURCE}: keyfile {endpoint.keyfile} is encrypted; give its pass phrase "
                                      "in option 'keyfile_password'")
-        return args["keyfile_password"]
+        return endpoint.keyfile_password
 
     try:
-        context.load_cert_chain(args["certfile"], args["keyfile"], password=password)
+        context.load_cert_chain(endpoint.certfile, endpoint.keyfile, password=password)
     except (ssl.SSLError, OSError) as exc:
         wrong = " (wrong keyfile_password?)" if asked else ""
         raise _eda.TopologyError(f"{SOURCE}: cannot load certfile/keyfile: {exc.__class__.__name__}{wrong}") from None
-    return context
+    return endpoint, context
 
 
 def authorized(request, token):
@@ -296,7 +330,7 @@ class _Deadline(asyncio.Protocol):
 @_eda.scrubbed
 async def main(queue, args):
     args = _eda.source_args(SOURCE, args, SPEC)
-    context = check(args)
+    endpoint, context = check(args)
     if args["stats_interval"] <= 0:
         raise _eda.TopologyError(f"{SOURCE}: option 'stats_interval' must be > 0")
     debouncer = _eda.debouncer_from(args, queue.put, SOURCE)
@@ -304,8 +338,8 @@ async def main(queue, args):
     stats = _eda.SourceStats("endpoint", lambda message: LOG.warning("%s: %s", SOURCE, message))
     summaries = asyncio.ensure_future(_eda.log_summaries([stats], args["stats_interval"],
                                                          lambda line: LOG.info("%s: %s", SOURCE, line)))
-    timeout = args["request_timeout"]
-    runner = web.AppRunner(application(debouncer, args["token"], stats), access_log=None, keepalive_timeout=timeout,
+    timeout = endpoint.request_timeout
+    runner = web.AppRunner(application(debouncer, endpoint.token, stats), access_log=None, keepalive_timeout=timeout,
                            lingering_time=LINGER)
     await runner.setup()
     server = None
@@ -313,12 +347,12 @@ async def main(queue, args):
         try:
             # Not web.TCPSite: each connection is wrapped in its deadline, and the TLS handshake has one too.
             server = await asyncio.get_running_loop().create_server(
-                lambda: _Deadline(runner.server(), timeout, stats), args["host"], args["port"], ssl=context,
+                lambda: _Deadline(runner.server(), timeout, stats), endpoint.host, endpoint.port, ssl=context,
                 ssl_handshake_timeout=timeout, reuse_address=True)
         except OSError as exc:
-            raise _eda.TopologyError(f"{SOURCE}: cannot listen on {args['host']}:{args['port']}: "
+            raise _eda.TopologyError(f"{SOURCE}: cannot listen on {endpoint.host}:{endpoint.port}: "
                                      f"{exc.strerror}") from None
-        LOG.info("%s: listening on https://%s:%d%s", SOURCE, args["host"], args["port"], PATH)
+        LOG.info("%s: listening on https://%s:%d%s", SOURCE, endpoint.host, endpoint.port, PATH)
         await asyncio.Future()  # serve until the rulebook stops
     finally:
         summaries.cancel()
