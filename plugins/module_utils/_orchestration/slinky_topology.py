@@ -38,8 +38,8 @@ FIELD_MANAGER = "aifactory-topology-slinky"
 def reconcile(client, topology, params, options, warn=None, diff=False):
     """The slinky_topology module without Ansible: a result dict.
 
-    Everything is read and checked before the first write (the pods and nodes, the ConfigMap, the node
-    annotations); then the ConfigMap is written, then the node annotations.
+    Everything is read and checked before the first write (the pods and nodes, the node annotations, the
+    ConfigMap); then the ConfigMap is written, then the node annotations.
     """
     warn = warn or (lambda message: None)
     name, key, namespace = params["configmap_name"], params.get("configmap_key") or "topology.conf", params["namespace"]

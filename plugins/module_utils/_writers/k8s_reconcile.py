@@ -14,14 +14,17 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import k8
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_configmap, k8s_nodes, k8s_objects
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import WriteReport
 
+_NODE_PARTS = (k8s_desired.NodeEntries, k8s_desired.NodeTaints)
+
 
 def reconcile(client, desired, options, nodes=None):
     """Make ``desired`` (``k8s_desired`` parts, in the order they are written) true; one WriteReport.
 
     Each resource is listed once: the nodes once per selector, and not at all when the caller hands over ``nodes``,
     the ``k8s_nodes.list_nodes`` it took (with the parts' selector) to build ``desired``. Every part is read,
-    compared and checked before the first write, so a TopologyError means nothing was written. Then the parts are
-    written in order; the first failed request stops the rest (a part not reached reports nothing written).
+    compared and checked before the first write (the node parts first), so a TopologyError means nothing was
+    written. Then the parts are written in order; the first failed request stops the rest (a part not reached
+    reports nothing written).
     """
     listed = {}
 
@@ -32,20 +35,22 @@ def reconcile(client, desired, options, nodes=None):
             listed[part.selector] = k8s_nodes.list_nodes(client, part.selector)
         return listed[part.selector]
 
-    writes = []
-    for part in desired:
+    # The node parts are planned first (from one list), then the others read and checked: the order of the
+    # refusals when several parts would be refused.
+    writes = {}
+    for index, part in sorted(enumerate(desired), key=lambda item: not isinstance(item[1], _NODE_PARTS)):
         if isinstance(part, k8s_desired.Objects):
-            writes.append(k8s_objects.prepare(client, part, options))
+            writes[index] = k8s_objects.prepare(client, part, options)
         elif isinstance(part, k8s_desired.NodeEntries):
-            writes.append(k8s_nodes.prepare_entries(client, part, nodes_for(part), options))
+            writes[index] = k8s_nodes.prepare_entries(client, part, nodes_for(part), options)
         elif isinstance(part, k8s_desired.NodeTaints):
-            writes.append(k8s_nodes.prepare_taints(client, part, nodes_for(part), options))
+            writes[index] = k8s_nodes.prepare_taints(client, part, nodes_for(part), options)
         elif isinstance(part, k8s_desired.ConfigMapKey):
-            writes.append(k8s_configmap.prepare(client, part, options))
+            writes[index] = k8s_configmap.prepare(client, part, options)
         else:
             raise TypeError(f"not a desired state of _base/k8s_desired: {part!r}")
     reports = []
-    for part, write in zip(desired, writes):
+    for index, part in enumerate(desired):
         failed = any(report.error is not None for report in reports)
-        reports.append(WriteReport(headers=getattr(part, "headers", None)) if failed else write())
+        reports.append(WriteReport(headers=getattr(part, "headers", None)) if failed else writes[index]())
     return WriteReport.combined(reports)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import k8s_desired
@@ -56,7 +59,7 @@ def desired(guard=None):
 def test_every_kind_is_written_in_order_after_one_list_per_resource_and_a_rerun_writes_nothing():
     client = cluster()
     report = reconcile(client, desired(), WriteOptions(concurrency=1))
-    assert client.lists == [(WIDGET.path(), "owner=us"), ("/api/v1/nodes", "pool=gpu")]
+    assert client.lists == [("/api/v1/nodes", "pool=gpu"), (WIDGET.path(), "owner=us")]
     assert report.done == [("created", "Widget/w1"), ("deleted", "Widget/old"), ("patched", "n1"), ("patched", "n2"),
                            ("tainted", "n3"), ("applied", "configmap/ns/slurm")]
     assert report.written() == ("created Widget/w1; deleted Widget/old; patched nodes n[1-2]; tainted nodes n3; "
@@ -95,6 +98,17 @@ def test_a_refusal_in_a_later_part_comes_before_any_write():
     assert client.writes == []
 
 
+def test_the_node_parts_are_checked_first_so_their_refusal_is_the_one_reported():
+    def refuse(before, content):
+        raise TopologyError("the guard refuses it")
+
+    client = cluster()
+    huge = k8s_desired.NodeEntries("annotations", KEYS, {"n1": {"rack": "x" * 300_000}})
+    with pytest.raises(TopologyError, match=r"^1 nodes would carry more annotations than the API server takes"):
+        reconcile(client, [desired(guard=refuse)[3], huge], WriteOptions(concurrency=1))
+    assert client.writes == []
+
+
 def test_a_failed_write_stops_the_later_parts_and_finish_says_what_was_written():
     client = cluster()
     client.fail_at(2, 500)  # the patch of n1, after the Widget's create and delete
@@ -125,3 +139,42 @@ def test_parts_with_headers_make_one_diff_section_each_even_when_not_reached():
 def test_an_unknown_part_is_a_bug_named_as_such():
     with pytest.raises(TypeError, match="not a desired state of _base/k8s_desired"):
         reconcile(cluster(), [{"kind": "Widget"}], WriteOptions())
+
+
+# What code outside _writers/ may take from the Kubernetes writer files: the one writer, its options and report,
+# and reads (the nodes and pods an orchestration lists to build its desired state, the served resources).
+WRITERS = "ansible_collections.aifactory.topology.plugins.module_utils._writers"
+OUTSIDE_USES = {"reconcile", "WriteOptions", "PartialWrite", "list_nodes", "check_desired_annotations",
+                "ready_pod_nodes", "served_resources"}
+
+
+def kubernetes_writer_uses(source):
+    """The names ``source`` takes from a ``_writers/k8s*`` file: imported by name, or as ``<module>.<name>``."""
+    tree = ast.parse(source)
+    used, modules = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(WRITERS + ".k8s"):
+            used.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == WRITERS:
+            modules.update(alias.asname or alias.name for alias in node.names if alias.name.startswith("k8s"))
+    used.update(node.attr for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules)
+    return used
+
+
+def test_code_outside_the_writers_writes_kubernetes_only_through_the_one_writer():
+    root = Path(__file__).resolve().parents[4]
+    sources = [path for folder in ("plugins", "extensions") for path in sorted((root / folder).rglob("*.py"))
+               if "_writers" not in path.parts]
+    users = {path.relative_to(root).as_posix(): kubernetes_writer_uses(path.read_text(encoding="utf-8"))
+             for path in sources}
+    assert {path: sorted(used - OUTSIDE_USES) for path, used in users.items() if used - OUTSIDE_USES} == {}
+    writing = sorted(path for path, used in users.items() if "reconcile" in used)
+    assert [Path(path).stem for path in writing] == ["k8s_node_annotations", "k8s_node_labels",
+                                                     "k8s_scheduler_topology", "nfd_topology", "slinky_topology"]
+
+
+def test_the_check_sees_a_writer_function_called_outside_the_writers():
+    source = (f"from {WRITERS} import k8s_nodes\nfrom {WRITERS}.k8s_configmap import prepare\n"
+              "k8s_nodes.patch_nodes(client)\n")
+    assert kubernetes_writer_uses(source) == {"prepare", "patch_nodes"}
