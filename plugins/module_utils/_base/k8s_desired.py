@@ -1,10 +1,12 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What an engine hands the Kubernetes writers: desired state, never a request.
+"""What an engine hands the Kubernetes writer: desired state, never a request.
 
-Objects: a ``Kind`` per resource (its API, namespace, how it is listed, written and owned, the fields its CRD
-makes immutable) and the bodies, for ``_writers/k8s_objects.reconcile``. Node labels and annotations: node name
--> {key: value} with the ``labels.ManagedKeys`` they are, for ``_writers/k8s_nodes``.
+``_writers/k8s_reconcile.reconcile`` takes a list of parts, in the order they are written: ``Objects`` (a ``Kind``
+per resource: its API, namespace, how it is listed, written and owned, the fields its CRD makes immutable; and the
+bodies), ``NodeEntries`` (node labels or annotations: node name -> {key: value}, with the ``labels.ManagedKeys``
+they are), ``NodeTaints`` (the nodes that carry the unhealthy taint) and ``ConfigMapKey`` (one key of a ConfigMap
+someone else owns).
 """
 
 from __future__ import annotations
@@ -65,3 +67,49 @@ class Kind:
         if self.immutable_once and self.immutable_once not in have:
             return []
         return [field for field in self.immutable if have.get(field) != (desired.get("spec") or {}).get(field)]
+
+
+class Objects:
+    """Objects of ``kinds`` (in apply order) that must be exactly ``objects`` ([(Kind, body)], in apply order).
+
+    ``cleanup``: our listed objects that are not desired are deleted. ``recreate``: a change of an immutable field
+    deletes and creates the object again (else it is refused). ``guard(listed, deletes)`` (kind -> {name: object};
+    the (Kind, name) that would be deleted) may raise before the first write. ``advice`` words what to do when an
+    object is refused (keys ``foreign``, ``kept``, ``refused``).
+    """
+
+    def __init__(self, kinds, objects, cleanup=True, recreate=False, guard=None, advice=None):
+        self.kinds, self.objects, self.cleanup, self.recreate = list(kinds), list(objects), cleanup, recreate
+        self.guard, self.advice = guard, advice
+
+
+class NodeEntries:
+    """The managed labels or annotations (``field``) of nodes: node name -> {key: value} (``{}`` removes every
+    managed entry); ``keys`` (``labels.ManagedKeys``) says which entries are ours. A node that is not listed (with
+    ``selector``) is not touched. ``headers``: (before, after) when the diff shows it as a section of its own."""
+
+    def __init__(self, field, keys, entries, selector=None, headers=None):
+        self.field, self.keys, self.entries, self.selector, self.headers = field, keys, entries, selector, headers
+
+
+class NodeTaints:
+    """The listed nodes (with ``selector``) of ``unhealthy`` carry the unhealthy taint; every other listed node that
+    carries it loses it."""
+
+    def __init__(self, unhealthy, selector=None):
+        self.unhealthy, self.selector = set(unhealthy), selector
+
+
+class ConfigMapKey:
+    """One key of a ConfigMap, and our ``annotations`` on it (server-side apply: we own only those).
+
+    ``owned_annotations``: keys set in earlier runs that go when no longer in ``annotations``;
+    ``timestamp_annotation``: set to the time when the content changes, kept otherwise; ``guard(before, content)``
+    may raise to refuse the write (``before``: the key's text, None when there is none).
+    """
+
+    def __init__(self, namespace, name, key, content, annotations, owned_annotations=(), timestamp_annotation=None,
+                 guard=None):
+        self.namespace, self.name, self.key, self.content = namespace, name, key, content
+        self.annotations, self.owned_annotations = dict(annotations), tuple(owned_annotations)
+        self.timestamp_annotation, self.guard = timestamp_annotation, guard

@@ -7,7 +7,7 @@ with raw switch ids, tier 0 nearest the node; ``accelerator.topograph.run/domain
 ``accelerator.topograph.run/sub-domain`` only together with a domain. Values longer than 63
 characters become ``x`` + the lowercase, unpadded hex of their FNV-64a hash, as Topograph does.
 
-Pure functions: no network. The reconcile that lists and patches nodes is in ``_writers/k8s_nodes``.
+Pure functions: no network. The writer that lists and patches nodes is ``_writers/k8s_reconcile`` (its part ``k8s_nodes``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ kube-scheduler treat one value of one key as one domain: a value found under mor
 reported (``shared_values``).
 
 Pure functions: no network. The module's work is ``_orchestration/k8s_scheduler_topology``; the desired objects
-(``kinds``, ``render``) are written by ``_writers/k8s_objects``.
+(``kinds``, ``render``) are written by ``_writers/k8s_reconcile`` (its part ``k8s_objects``).
 """
 
 from __future__ import annotations

@@ -74,17 +74,14 @@ def run(module, work, warnings=None):
     module.exit_json(**result)
 
 
-def finish(result, reports, diff):
+def finish(result, report, diff):
     """``result`` with ``changed`` (something was written, or would be in check mode) and, in diff mode only, the
-    diff of ``reports`` (one section, or a list of sections when they have headers); PartialWrite when a write
-    failed: its message is the error, then what was already written (every report's, in order)."""
-    result["changed"] = any(report.changed for report in reports)
+    diff of ``report`` (the writer's, ``k8s_reconcile.reconcile``: one section, or a list of sections when its parts
+    have headers); PartialWrite when a write failed: its message is the error, then what was already written."""
+    result["changed"] = report.changed
     if diff:
-        sections = [report.diff() for report in reports]
-        result["diff"] = sections if reports[0].headers else sections[0]
-    error = next((report.error for report in reports if report.error is not None), None)
-    if error is not None:
-        written = [text for text in (report.written() for report in reports) if text] or ["nothing"]
-        notes = [note for report in reports for note in report.notes]
-        raise PartialWrite(f"{error} (already written: {'; '.join(written + notes)})", result)
+        result["diff"] = report.diff()
+    if report.error is not None:
+        written = "; ".join([report.written() or "nothing"] + report.notes)
+        raise PartialWrite(f"{report.error} (already written: {written})", result)
     return result

@@ -8,12 +8,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ho
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import (
-    check_desired_annotations,
-    list_nodes,
-    patch_nodes,
-    plan_node_changes,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import NodeEntries
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import check_desired_annotations, list_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_reconcile import reconcile as write
 
 
 def run(module):
@@ -36,10 +33,9 @@ def reconcile(client, desired, options, warn=None, diff=False):
     if missing:
         warn(f"{len(missing)} nodes with facts are not in the cluster: {hostlist.compress(missing)}")
     keys = _labels.ManagedKeys(_labels.BROKER_ANNOTATIONS)  # Topograph's Node Data Broker keys
-    changes = plan_node_changes(nodes, desired, keys, field="annotations")
-    report = patch_nodes(client, changes, nodes, keys, options, field="annotations")
+    report = write(client, [NodeEntries("annotations", keys, desired)], options, nodes=nodes)
     result = {
         "changed_nodes": report.ids(),
         "summary": {"nodes_given": len(desired), "nodes_changed": len(report.done), "nodes_missing": len(missing)},
     }
-    return k8s_module.finish(result, [report], diff)
+    return k8s_module.finish(result, report, diff)

@@ -5,18 +5,15 @@
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import NodeEntries, NodeTaints
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import (
-    list_nodes,
-    patch_nodes,
-    patch_unhealthy_taints,
-    plan_node_changes,
-)
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import list_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_reconcile import reconcile as write
 
 
 def run(module):
@@ -53,7 +50,8 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
     warn = warn or (lambda message: None)
     # Every value first; a node whose name or value the API server would refuse is quarantined here.
     desired = k8s_labels.desired_labels(topology, keys, no_topology_value, node_names=True, warn=warn)
-    nodes = list_nodes(client, _k8s.selector_string(node_selector))
+    selector = _k8s.selector_string(node_selector)
+    nodes = list_nodes(client, selector)
     missing = [name for name in desired if name not in nodes]
     if missing:
         warn(f"{len(missing)} nodes of the topology are not in the cluster"
@@ -76,17 +74,12 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
                              max_node_loss, force, warn, action="remove the topology labels of",
                              acting="removing the topology labels of")
     desired.update({name: {} for name in quarantined if name in nodes})
-    changes = plan_node_changes(nodes, desired, keys)
     unhealthy = {record.node for record in topology.quarantined.values()
                  if taint_unhealthy and record.unhealthy and record.node in nodes}
-    # The list holds no taints: a node carries ours when it carries our mark (the taint's patch sets both).
-    taints = {name: name in unhealthy for name, node in nodes.items()
-              if (name in unhealthy) != node.marked_unhealthy()}
     shrink_guard.check_share(sorted(unhealthy), len(nodes), "listed nodes quarantined as unhealthy", max_node_loss,
                              force, warn, action="taint", acting="tainting")
-    report = patch_nodes(client, changes, nodes, keys, options)
-    if report.error is None and taints:
-        report.extend(patch_unhealthy_taints(client, taints, options))
+    report = write(client, [NodeEntries("labels", keys, desired, selector), NodeTaints(unhealthy, selector)], options,
+                   nodes=nodes)
     patched = report.ids("patched")
     result = {
         "changed_nodes": patched,
@@ -100,4 +93,4 @@ def reconcile(client, topology, keys, options, node_selector=None, no_topology_v
         },
         "quarantined": topology.quarantine_report(),
     }
-    return k8s_module.finish(result, [report], diff)
+    return k8s_module.finish(result, report, diff)

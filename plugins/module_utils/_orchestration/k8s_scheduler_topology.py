@@ -2,7 +2,7 @@
 
 Order: the nodes the flavor selects are listed, the objects rendered for them (engine
 ``scheduler_topology``: the objects and their Kinds, with ownership and immutable fields), every consumer's
-API must be served (its CRD installed); then ``_writers/k8s_objects.reconcile`` lists each resource once and,
+API must be served (its CRD installed); then ``_writers/k8s_reconcile.reconcile`` lists each resource once and,
 before the first write, refuses a change of a field the CRD makes immutable (a Topology's levels, a topology
 flavor's nodeLabels or topologyName) unless ``recreate``, and always when finalizers hold the object, and an
 object of the same name that is not this set's (no managed-by label of ours: another team's) or that is being
@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import Objects
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import scheduler_topology as engine
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_reconcile import reconcile as write
 
 FIELD_MANAGER = "aifactory-topology-scheduler"
 ADVICE = {"foreign": "choose another name or flavor_name, or, if it is yours to hand over, set those labels on it first",
@@ -88,8 +90,8 @@ def reconcile(client, topology, options, write_options, warn=None, diff=False):
     if on_nodes:
         warn(f"{len(on_nodes)} of the {len(listed)} selected nodes lack a level label on the server (not labelled "
              f"yet, or not by these keys): {hostlist.compress(sorted(on_nodes))[:500]}")
-    report = k8s_objects.reconcile(client, kinds, rendered["desired"], write_options, options.cleanup,
-                                   options.recreate, advice=ADVICE)
+    report = write(client, [Objects(kinds, rendered["desired"], options.cleanup, options.recreate, advice=ADVICE)],
+                   write_options)
     result = {
         "levels": rendered["levels"],
         "objects": [obj for objects in rendered["objects"].values() for obj in objects],
@@ -100,4 +102,4 @@ def reconcile(client, topology, options, write_options, warn=None, diff=False):
         "summary": summary,
         "quarantined": topology.quarantine_report(),
     }
-    return k8s_module.finish(result, [report], diff)
+    return k8s_module.finish(result, report, diff)

@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import Objects
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import k8s_labels, nfd
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers import k8s_objects
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_reconcile import reconcile as write
 
 
 def run(module):
@@ -59,9 +60,9 @@ def reconcile(client, topology, namespace, options, cleanup=True, no_topology_va
                                  max_node_loss, force, warn or (lambda message: None), action="delete",
                                  acting="deleting")
     desired = [(kinds[0], obj) for obj in features] + [(kinds[1], obj) for obj in groups]
-    report = k8s_objects.reconcile(client, kinds, desired, options, cleanup, guard=guard)
+    report = write(client, [Objects(kinds, desired, cleanup, guard=guard)], options)
     result = {"node_features": len(features), "node_feature_groups": len(groups)}
     for action in ("created", "updated", "deleted"):
         result[action] = {kind.kind: [oid.split("/", 1)[1] for oid in report.ids(action)
                                       if oid.startswith(kind.kind + "/")] for kind in kinds}
-    return k8s_module.finish(result, [report], diff)
+    return k8s_module.finish(result, report, diff)

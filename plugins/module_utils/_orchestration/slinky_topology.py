@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
+from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import ConfigMapKey, NodeEntries
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import slinky
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration.common import load_topology, warning_collector
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import shrink_guard
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s import WriteReport
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_configmap import apply_configmap_key, ready_pod_nodes
-from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import list_nodes, patch_nodes, plan_node_changes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_configmap import ready_pod_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import list_nodes
+from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_reconcile import reconcile as write
 
 
 def run(module):
@@ -37,7 +38,8 @@ FIELD_MANAGER = "aifactory-topology-slinky"
 def reconcile(client, topology, params, options, warn=None, diff=False):
     """The slinky_topology module without Ansible: a result dict.
 
-    Everything is read and checked before the first write (the ConfigMap, then the node annotations).
+    Everything is read and checked before the first write (the pods and nodes, the node annotations, the
+    ConfigMap); then the ConfigMap is written, then the node annotations.
     """
     warn = warn or (lambda message: None)
     name, key, namespace = params["configmap_name"], params.get("configmap_key") or "topology.conf", params["namespace"]
@@ -63,26 +65,22 @@ def reconcile(client, topology, params, options, warn=None, diff=False):
             if message:
                 warn(message)
 
-    node_plan = _plan_spec_annotations(client, specs, namespace, pod_selector, params, warn) \
-        if specs is not None else None
-    configmap = apply_configmap_key(
-        client, namespace, name, key, content, annotations, options,
-        owned_annotations=(slinky.ANNOTATION_PLUGIN, slinky.ANNOTATION_BLOCK_SIZES),
-        timestamp_annotation=slinky.ANNOTATION_LAST_UPDATED, guard=guard)
-    reports = [configmap]
-    if node_plan is not None:
-        changes, nodes, keys = node_plan
-        annotated = patch_nodes(client, changes, nodes, keys, options, "annotations") if configmap.error is None \
-            else WriteReport(nodes=True)
-        annotated.headers = ("node annotations", "node annotations")
-        reports.append(annotated)
-    result = {"configmap_changed": configmap.changed, "content": content,
-              "annotated_nodes": reports[1].ids() if node_plan is not None else [], "summary": summary}
-    return k8s_module.finish(result, reports, diff)
+    desired = [ConfigMapKey(namespace, name, key, content, annotations,
+                            owned_annotations=(slinky.ANNOTATION_PLUGIN, slinky.ANNOTATION_BLOCK_SIZES),
+                            timestamp_annotation=slinky.ANNOTATION_LAST_UPDATED, guard=guard)]
+    nodes = None
+    if specs is not None:
+        entries, nodes = _spec_annotations(client, specs, namespace, pod_selector, params, warn)
+        desired.append(NodeEntries("annotations", _labels.ManagedKeys([slinky.SPEC_ANNOTATION]), entries,
+                                   headers=("node annotations", "node annotations")))
+    report = write(client, desired, options, nodes=nodes)
+    result = {"configmap_changed": bool(report.ids("applied")), "content": content,
+              "annotated_nodes": report.ids("patched"), "summary": summary}
+    return k8s_module.finish(result, report, diff)
 
 
-def _plan_spec_annotations(client, specs, namespace, pod_selector, params, warn):
-    """(changes, listed nodes, keys) for the spec annotations: reads only, and checks every annotation."""
+def _spec_annotations(client, specs, namespace, pod_selector, params, warn):
+    """(node name -> spec annotation, listed nodes): reads only, and checks every annotation."""
     if pod_selector:
         slurm_to_node = ready_pod_nodes(client, namespace, pod_selector, params.get("slurm_node_name_label"))
     else:
@@ -96,5 +94,4 @@ def _plan_spec_annotations(client, specs, namespace, pod_selector, params, warn)
     if unplaced:
         warn(f"{len(unplaced)} Slurm nodes run on no listed Kubernetes node and get no spec annotation: "
              f"{hostlist.compress(unplaced)}")
-    keys = _labels.ManagedKeys([slinky.SPEC_ANNOTATION])
-    return plan_node_changes(nodes, desired, keys, "annotations"), nodes, keys
+    return desired, nodes

@@ -1,13 +1,15 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What every Kubernetes writer shares: how writes are sent, the one read and delete, and the write report.
+"""What the Kubernetes writer's parts share: how writes are sent, the one read and delete, and the write report.
 
-Writers list once and write only what differs. In check mode every write is still sent, with
-``dryRun=All``: the API server validates and authorises it (RBAC, admission) and returns the
-result, and nothing is stored. Each writer returns a ``WriteReport``; ``_orchestration/k8s_module.finish``
-is the one place that turns reports into ``changed``, ``diff`` and the partial-write error. What each
-writes: ``k8s_nodes`` (node labels, annotations, the unhealthy taint), ``k8s_objects`` (the desired
-objects of the engines: NFD's, the schedulers' Topology objects), ``k8s_configmap`` (the Slinky ConfigMap key).
+``k8s_reconcile.reconcile`` is the one entry point: it takes the engines' desired state (``_base/k8s_desired``),
+lists once per resource, has each part compared and checked before the first write, then writes the parts in
+order. The parts, by what they write: ``k8s_objects`` (the engines' objects: NFD's, the schedulers' Topology
+objects), ``k8s_nodes`` (node labels, annotations, the unhealthy taint), ``k8s_configmap`` (the Slinky ConfigMap
+key). In check mode every write is still sent, with ``dryRun=All``: the API server validates and authorises it
+(RBAC, admission) and returns the result, and nothing is stored. The writer returns one ``WriteReport``;
+``_orchestration/k8s_module.finish`` is the one place that turns it into ``changed``, ``diff`` and the
+partial-write error.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class WriteReport:
         self.done, self.before, self.after = [], {}, {}
         self.error, self.notes = None, []
         self.nodes, self.headers = nodes, headers
+        self.parts = []  # the reports this one combines (``combined``)
 
     @property
     def changed(self):
@@ -88,22 +91,37 @@ class WriteReport:
         """The ids written by any of ``actions`` (by any action when none is given), in order."""
         return [oid for action, oid in self.done if not actions or action in actions]
 
-    def extend(self, other):
-        """Add ``other``'s writes (a second step of the same writer: the taints after the labels)."""
-        self.done += other.done
-        self.before.update(other.before)
-        self.after.update(other.after)
-        self.notes += other.notes
-        self.error = self.error or other.error
+    @classmethod
+    def combined(cls, parts):
+        """One report of the ``parts`` written in order: their writes, notes and first error. The diff is one
+        section (the parts' entries together), or one section per part when a part has headers."""
+        report = cls()
+        report.parts = list(parts)
+        for part in parts:
+            report.done += part.done
+            report.notes += part.notes
+            report.error = report.error or part.error
+            if not report.sectioned:
+                report.before.update(part.before)
+                report.after.update(part.after)
+        return report
+
+    @property
+    def sectioned(self):
+        return any(part.headers for part in self.parts)
 
     def written(self):
-        """``created a, b; deleted c``: what was written, by action in the order first done, or ''."""
+        """``created a, b; deleted c``: what was written, by action in the order first done (part by part), or ''."""
+        if self.parts:
+            return "; ".join(text for text in (part.written() for part in self.parts) if text)
         actions = list(dict.fromkeys(action for action, _oid in self.done))
         if self.nodes:
             return "; ".join(f"{action} nodes {hostlist.compress(self.ids(action))}" for action in actions)
         return "; ".join(f"{action} {', '.join(self.ids(action))}" for action in actions)
 
     def diff(self):
+        if self.sectioned:
+            return [part.diff() for part in self.parts]
         section = {"before": self.before, "after": self.after}
         if self.headers:
             section.update(before_header=self.headers[0], after_header=self.headers[1])

@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A ConfigMap key (server-side apply with our own field manager, so we own only our key), and the pods
-that map Slurm nodes to Kubernetes nodes."""
+"""A ConfigMap key (server-side apply with our own field manager, so we own only our key), a part of
+``k8s_reconcile.reconcile``; and the pods that map Slurm nodes to Kubernetes nodes."""
 
 from __future__ import annotations
 
@@ -18,17 +18,15 @@ def now_rfc3339():
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def apply_configmap_key(client, namespace, name, key, content, annotations, options, owned_annotations=(),
-                        timestamp_annotation=None, guard=None, now=now_rfc3339):
-    """Server-side apply of one ConfigMap key and our annotations, only when something differs.
+def prepare(client, part, options, now=now_rfc3339):
+    """Read and check one ConfigMap key (``k8s_desired.ConfigMapKey``); the function that then applies it and our
+    annotations (server-side, forced), only when something differs, returning a WriteReport.
 
-    ``timestamp_annotation`` is set to ``now()`` when the content changes and kept otherwise, so
-    a rerun with the same content writes nothing. ``owned_annotations`` are keys we set in earlier
-    runs that must disappear when no longer in ``annotations``. ``guard(before, content)`` may
-    raise to refuse the write.
-    Returns a WriteReport: ``applied configmap/<namespace>/<name>`` when written; its diff is the key's text
-    before (empty when there was none) and ``content``.
+    The guard runs when the content changes; the ConfigMap's data and annotations must stay within what the API
+    server takes. The report: ``applied configmap/<namespace>/<name>`` when written; its diff is the key's text
+    before (empty when there was none) and the content, under headers naming the key.
     """
+    namespace, name, key, content = part.namespace, part.name, part.key, part.content
     path = _k8s.namespaced_path("/api/v1", namespace, "configmaps", name)
     current = read(client, path)
     shown = f"configmap/{namespace}/{name}"
@@ -36,17 +34,17 @@ def apply_configmap_key(client, namespace, name, key, content, annotations, opti
     have_annotations = metadata.get("annotations") or {}
     before = ((current or {}).get("data") or {}).get(key) if current is not None else None
     content_changed = before != content
-    if content_changed and guard is not None:
-        guard(before, content)
-    wanted = dict(annotations)
-    if timestamp_annotation:
-        kept = have_annotations.get(timestamp_annotation)
-        wanted[timestamp_annotation] = now() if content_changed or not kept else kept
-    stale = [k for k in owned_annotations if k in have_annotations and k not in wanted]
+    if content_changed and part.guard is not None:
+        part.guard(before, content)
+    wanted = dict(part.annotations)
+    if part.timestamp_annotation:
+        kept = have_annotations.get(part.timestamp_annotation)
+        wanted[part.timestamp_annotation] = now() if content_changed or not kept else kept
+    stale = [k for k in part.owned_annotations if k in have_annotations and k not in wanted]
     report = WriteReport(headers=(f"{shown} {key}" if before is not None else "/dev/null", f"{shown} {key}"))
     report.before, report.after = before or "", content
     if not content_changed and not stale and all(have_annotations.get(k) == v for k, v in wanted.items()):
-        return report
+        return lambda: report
     _check_configmap_sizes(current, key, content, wanted, stale, f"configmap {namespace}/{name}")
     body = {
         "apiVersion": "v1",
@@ -54,13 +52,17 @@ def apply_configmap_key(client, namespace, name, key, content, annotations, opti
         "metadata": {"name": name, "namespace": namespace, "annotations": wanted},
         "data": {key: content},
     }
-    try:
-        client.request("PATCH", path, options.query(force="true"), body, APPLY_PATCH)
-    except _k8s.K8sError as exc:
-        report.error = exc
-    else:
-        report.done.append(("applied", shown))
-    return report
+
+    def apply():
+        try:
+            client.request("PATCH", path, options.query(force="true"), body, APPLY_PATCH)
+        except _k8s.K8sError as exc:
+            report.error = exc
+        else:
+            report.done.append(("applied", shown))
+        return report
+
+    return apply
 
 
 def _check_configmap_sizes(current, key, content, annotations, stale, where):

@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Node labels and annotations (the engines' desired entries per node): one JSON merge patch per changed node.
+"""Node labels and annotations (``_base/k8s_desired.NodeEntries``) and the unhealthy taint (``NodeTaints``), parts
+of ``k8s_reconcile.reconcile``: one JSON merge patch per changed node.
 
 Each patch carries the listed ``resourceVersion`` as a precondition; on HTTP 409 the node is read
 again and the patch recomputed from its fresh state. Bounded concurrency.
@@ -197,3 +198,25 @@ def patch_unhealthy_taints(client, wanted, options):
     report.done = [("tainted" if wanted[name] else "untainted", name) for name in results if name is not None]
     report.error = error
     return report
+
+
+def prepare_entries(client, part, nodes, options):
+    """Plan ``part`` (``k8s_desired.NodeEntries``) against the listed ``nodes`` (checks included); the function that
+    then patches the nodes that differ, returning a WriteReport (with the part's headers)."""
+    changes = plan_node_changes(nodes, part.entries, part.keys, part.field)
+
+    def patch():
+        report = patch_nodes(client, changes, nodes, part.keys, options, part.field)
+        report.headers = part.headers
+        return report
+
+    return patch
+
+
+def prepare_taints(client, part, nodes, options):
+    """The listed ``nodes`` whose unhealthy taint differs from ``part`` (``k8s_desired.NodeTaints``; the list holds
+    no taints: a node carries ours when it carries our mark, which the taint's patch sets with it); the function that
+    then puts it on or takes it off, returning a WriteReport."""
+    wanted = {name: name in part.unhealthy for name, node in nodes.items()
+              if (name in part.unhealthy) != node.marked_unhealthy()}
+    return lambda: patch_unhealthy_taints(client, wanted, options) if wanted else WriteReport(nodes=True)

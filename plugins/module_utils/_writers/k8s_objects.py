@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, aifactory.topology contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The engines' desired objects (``_base/k8s_desired``: NFD's, the schedulers' Topology objects), reconciled.
+"""The engines' desired objects (``_base/k8s_desired.Objects``: NFD's, the schedulers' Topology objects), a part
+of ``k8s_reconcile.reconcile``.
 
 One list per resource; every object compared and checked (ownership, deletionTimestamp, immutable fields and
 finalizers) before the first write; then created, updated or recreated as its Kind says (server-side apply
@@ -151,26 +152,31 @@ def _send(client, write, options):
     return write
 
 
-def reconcile(client, kinds, desired, options, cleanup=True, recreate=False, guard=None, advice=None):
-    """Make the objects of ``kinds`` (in apply order) exactly ``desired`` ([(Kind, body)], in apply order).
+def prepare(client, objects, options):
+    """Read and check ``objects`` (``k8s_desired.Objects``); the function that then writes them, returning a
+    WriteReport.
 
     Each kind is listed once. Before the first write: an object of a desired name that is another's
     (``Kind.owner_labels``), being deleted (``deletionTimestamp``), or that must change an immutable field while
     finalizers hold it, or without ``recreate``, is refused (TopologyError; ``advice`` words what to do); then
-    ``guard(listed, deletes)`` (kind -> {name: object}; the (kind, name) that would be deleted) may raise. Writes
-    go kind by kind (bounded concurrency within one), then our strays are deleted, the last kind first; the first
-    failure stops the rest. A recreate whose apply fails after its delete is reported deleted, with a note.
+    ``guard(listed, deletes)`` may raise. Writes go kind by kind (bounded concurrency within one), then our strays
+    are deleted, the last kind first; the first failure stops the rest. A recreate whose apply fails after its
+    delete is reported deleted, with a note.
     """
-    advice = dict(ADVICE, **(advice or {}))
+    kinds = objects.kinds
     listed = {kind: {item["metadata"]["name"]: item for item in client.list(kind.path(), kind.selector)}
               for kind in kinds}
-    writes, problems = _plan(listed, desired, recreate, cleanup)
-    _refuse(problems, advice)
-    if guard is not None:
-        guard(listed, [(write.kind, write.name) for write in writes if write.action == "deleted"])
-    report = WriteReport()
+    writes, problems = _plan(listed, objects.objects, objects.recreate, objects.cleanup)
+    _refuse(problems, dict(ADVICE, **(objects.advice or {})))
+    if objects.guard is not None:
+        objects.guard(listed, [(write.kind, write.name) for write in writes if write.action == "deleted"])
     phases = [[w for w in writes if w.kind is kind and w.action != "deleted"] for kind in kinds]
     phases += [[w for w in writes if w.kind is kind and w.action == "deleted"] for kind in reversed(kinds)]
+    return lambda: _write(client, phases, options)
+
+
+def _write(client, phases, options):
+    report = WriteReport()
     for phase in phases:
         results, report.error = _k8s.run_bounded(lambda write: _send(client, write, options), phase,
                                                  options.concurrency)
