@@ -8,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import imex
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.plugin_utils import typed_variables as typing
 
 
 def _topology(model):
@@ -72,7 +73,22 @@ def imex_driver_branch(text, from_nvidia_smi=False):
     return imex.driver_branch(text, from_nvidia_smi=bool(from_nvidia_smi))
 
 
+def imex_settings(values, spec, documented_keys, mode, driver_branch="", nodes_config_path=""):
+    """The role's settings (``imex_config``, ``imex_config_extra_keys``, ``imex_nvidia_smi_command``) typed by their
+    argument spec, keyed without ``imex_``; an error naming every problem of this host's settings at once."""
+    try:
+        typed = typing.typed_variables(values, spec, "imex_")
+    except typing.VariableError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+    problems = imex.setting_problems(typed.get("config") or {}, typed.get("config_extra_keys") or [],
+                                     list(documented_keys or []), mode, "" if driver_branch is None else driver_branch,
+                                     nodes_config_path)
+    if problems:
+        raise AnsibleFilterError("\n".join(problems))
+    return typed
+
+
 class FilterModule:
     def filters(self):
         return {"topology_domains": topology_domains, "imex_peers": imex_peers, "imex_fleet": imex_fleet,
-                "imex_applied": imex_applied, "imex_driver_branch": imex_driver_branch}
+                "imex_applied": imex_applied, "imex_driver_branch": imex_driver_branch, "imex_settings": imex_settings}

@@ -223,6 +223,30 @@ def render_config(settings, domain, nodes_config_path) -> str:
     return "".join(lines)
 
 
+def setting_problems(config, extra_keys, documented_keys, mode, driver_branch, nodes_config_path) -> list[str]:
+    """Everything wrong with one host's IMEX settings (the role's ``imex_*`` variables, ``config`` and ``extra_keys``
+    typed), as messages, all at once; ``documented_keys``: the config.cfg keys NVIDIA documents."""
+    problems = []
+    if mode == "slurm":
+        unknown = sorted(set(config) - set(documented_keys) - set(extra_keys))
+        if unknown:
+            problems.append(f"imex_config: unknown key(s) {', '.join(unknown)}. Documented keys: {', '.join(documented_keys)}. "
+                            "To use a key of a newer IMEX release, add it to imex_config_extra_keys.")
+        if "IMEX_NODE_CONFIG_FILE" in config:
+            problems.append(f"imex_config: IMEX_NODE_CONFIG_FILE is set by the role from imex_nodes_config_path (now "
+                            f"{nodes_config_path}), where it writes the peer list; set imex_nodes_config_path instead.")
+        bad = [key for key, value in config.items()
+               if value is not None and not isinstance(value, (str, int, float))]
+        bad += [key for key, value in config.items() if isinstance(value, str) and ("\n" in value or "\r" in value)]
+        if bad:
+            problems.append(f"imex_config: the value of {', '.join(bad)} must be one line of text, a number, a boolean "
+                            "(written 1 or 0) or null (key left out).")
+    if not re.fullmatch(r"[0-9]*", str(driver_branch)):
+        problems.append(f"imex_driver_branch must be the driver's major version such as 570, or empty to detect it; "
+                        f"got {driver_branch}")
+    return problems
+
+
 # -- a run that costs what changed: which nodes to visit ------------------------------------------
 
 # The driver's major version (its branch, such as 570): from /proc/driver/nvidia/version ("... Kernel Module

@@ -27,21 +27,47 @@ def structured_options(role):
                   if option.get("type") in ("list", "dict"))
 
 
+# The filters that type a role's variables: typed_variables, and imex_settings (typed_variables and the imex
+# role's checks in the same task, so that a node pays for one task).
+TYPING = ("typed_variables", "imex_settings")
+
+
+def tasks_of(path):
+    """The tasks of a task file, those inside a block included."""
+    tasks = []
+    for task in yaml.safe_load(path.read_text()) or []:
+        tasks.extend(task["block"] if "block" in task else [task])
+    return tasks
+
+
+def typing_tasks(role):
+    """(file stem, task) of every task of the role that types variables: main's first such task first."""
+    found = []
+    for path in sorted((ROLES / role / "tasks").glob("*.yml"), key=lambda path: path.stem != "main"):
+        found += [(path.stem, task) for task in tasks_of(path) if any(name in str(task) for name in TYPING)]
+    return found
+
+
 def typing_task(role):
-    tasks = yaml.safe_load((ROLES / role / "tasks" / "main.yml").read_text())
-    first = tasks[0]
-    if "block" in first:  # a block around every task (the run's metrics in its always): its first task
-        first = first["block"][0]
-    assert "typed_variables" in str(first), f"{role}: the first task of tasks/main.yml must type the variables"
-    return first
+    main = [task for stem, task in typing_tasks(role) if stem == "main"]
+    assert main, f"{role}: tasks/main.yml must type the variables"
+    first = tasks_of(ROLES / role / "tasks" / "main.yml").index(main[0])
+    # Before it, at most a task that reads no list or dict variable (imex: the network facts its address needs).
+    assert first <= 1, f"{role}: the variables must be typed before the tasks that read them"
+    return main[0]
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)
 def test_the_first_task_types_every_list_and_dict_variable(role):
     expression = typing_task(role)["ansible.builtin.set_fact"][f"{role}__args"]
-    typed = sorted(re.findall(r"'(\w+)': \1\b", expression))
-    assert typed == structured_options(role)
-    assert f"'{role}_')" in expression  # the prefix, so tasks read {role}__args.<name without it>
+    assert f"'{role}_')" in expression or "imex_settings" in expression  # tasks read {role}__args.<name without the prefix>
+    # Every one typed: in that task, or (a value the same for the play, such as imex's topology model) once for the
+    # play in a run-once task of main's path.
+    typed = set()
+    for stem, task in typing_tasks(role):
+        if stem == "main" or (stem not in entry_points(role) and task.get("run_once")):
+            typed.update(re.findall(r"'(\w+)': \1\b", str(task["ansible.builtin.set_fact"])))
+    assert sorted(typed) == structured_options(role)
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)
@@ -55,8 +81,8 @@ def test_no_file_of_the_role_reads_a_list_or_dict_variable_untyped(role):
         if path.relative_to(ROLES / role).parts[0] == "defaults":
             continue
         text = path.read_text()
-        if path.parent == ROLES / role / "tasks" and path.stem in entry_points(role):
-            text = text.replace(typing_task_text(role, path.stem), "")
+        if path.parent == ROLES / role / "tasks":
+            text = without_typing_tasks(text)
         for number, line in enumerate(text.splitlines(), start=1):
             code = line.split("#", 1)[0] if path.suffix == ".yml" else line
             # Messages may name a variable for the user (inside quotes), never read it.
@@ -70,12 +96,15 @@ def entry_points(role):
     return yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
 
 
-def typing_task_text(role, entry="main"):
-    """The typing task of an entry point's task file (each types what it reads, as main does); '' if none."""
-    text = (ROLES / role / "tasks" / f"{entry}.yml").read_text()
-    if "- name: Type the list and dict variables" not in text:
-        return ""
-    start = text.index("- name: Type the list and dict variables")
-    indent = text[text.rindex("\n", 0, start) + 1:start]  # the task may sit in a block
-    end = text.index(f"\n{indent}- name:", start + 1)
-    return text[start:end]
+def without_typing_tasks(text):
+    """A task file's text without its typing tasks (the tasks named ``Type ...``, each typing what it reads)."""
+    kept, skipping, indent = [], False, ""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("- name:"):
+            skipping = stripped.startswith("- name: Type ")
+            indent = line[:len(line) - len(stripped)]
+        elif skipping and line.strip() and not line.startswith(indent + " ") and not line.startswith("#"):
+            skipping = False
+        kept.append("" if skipping else line)
+    return "\n".join(kept)

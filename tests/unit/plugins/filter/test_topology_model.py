@@ -76,3 +76,44 @@ def test_imex_driver_branch_reads_the_version_file_and_nvidia_smi_as_imex_config
     assert branch("") == "" and branch("No devices were found\n", True) == ""
     with pytest.raises(AnsibleFilterError, match="imex_driver_branch: the input must be text, got list"):
         branch(["570.1"])
+
+
+SETTINGS_SPEC = {
+    "imex_config": {"type": "dict", "default": {}},
+    "imex_config_extra_keys": {"type": "list", "elements": "str", "default": []},
+    "imex_nvidia_smi_command": {"type": "list", "elements": "str", "default": ["nvidia-smi"]},
+}
+DOCUMENTED = ["LOG_LEVEL", "SERVER_PORT", "IMEX_NODE_CONFIG_FILE"]
+
+
+def test_imex_settings_types_text_as_the_spec_says():
+    settings = FILTERS["imex_settings"]
+    typed = settings({"imex_config": '{"LOG_LEVEL": 2, "NEW_KEY": "x"}', "imex_config_extra_keys": "NEW_KEY",
+                      "imex_nvidia_smi_command": '["/usr/bin/nvidia-smi", "-q"]'}, SETTINGS_SPEC, DOCUMENTED, "slurm", "570")
+    assert typed == {"config": {"LOG_LEVEL": 2, "NEW_KEY": "x"}, "config_extra_keys": ["NEW_KEY"],
+                     "nvidia_smi_command": ["/usr/bin/nvidia-smi", "-q"]}
+    # k8s mode writes no config.cfg: its keys are not checked.
+    assert settings({"imex_config": {"ANY": 1}}, SETTINGS_SPEC, DOCUMENTED, "k8s") == {"config": {"ANY": 1}}
+
+
+def test_imex_settings_names_every_problem_of_the_host_at_once():
+    settings = FILTERS["imex_settings"]
+    with pytest.raises(AnsibleFilterError) as raised:
+        settings({"imex_config": {"NOT_A_KEY": 1, "IMEX_NODE_CONFIG_FILE": "/x", "LOG_LEVEL": "two\nlines",
+                                  "SERVER_PORT": [1]}, "imex_config_extra_keys": []},
+                 SETTINGS_SPEC, DOCUMENTED, "slurm", "r570", "/etc/nvidia-imex/nodes_config.cfg")
+    problems = str(raised.value).split("\n")
+    assert problems == [
+        "imex_config: unknown key(s) NOT_A_KEY. Documented keys: LOG_LEVEL, SERVER_PORT, IMEX_NODE_CONFIG_FILE. "
+        "To use a key of a newer IMEX release, add it to imex_config_extra_keys.",
+        "imex_config: IMEX_NODE_CONFIG_FILE is set by the role from imex_nodes_config_path (now "
+        "/etc/nvidia-imex/nodes_config.cfg), where it writes the peer list; set imex_nodes_config_path instead.",
+        "imex_config: the value of SERVER_PORT, LOG_LEVEL must be one line of text, a number, a boolean (written 1 or 0) "
+        "or null (key left out).",
+        "imex_driver_branch must be the driver's major version such as 570, or empty to detect it; got r570",
+    ]
+    # A value of the wrong type is named too.
+    with pytest.raises(AnsibleFilterError, match="imex_config_extra_keys"):
+        settings({"imex_config_extra_keys": {"a": 1}}, SETTINGS_SPEC, DOCUMENTED, "slurm")
+    # Booleans, numbers and null are values config.cfg can hold; an empty branch means detect it.
+    assert settings({"imex_config": {"LOG_LEVEL": True, "SERVER_PORT": 1.5}}, SETTINGS_SPEC, DOCUMENTED, "slurm", "")
