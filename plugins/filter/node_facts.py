@@ -16,17 +16,25 @@ def _names(value, name):
     return [item for item in value if item]
 
 
-def node_facts_select(state, hosts, gather, max_age, refresh=None):
-    """The text of the cache file ('' when there is none) -> the nodes to visit (see ``fact_cache.select``)."""
+def node_facts_select(state, hosts, gather, max_age, refresh=None, max_age_jitter=0):
+    """The text of the cache file ('' when there is none) -> the nodes to visit (see ``fact_cache.select``);
+    ``max_age_jitter``, a fraction from 0 to below 1, spreads the hosts' ages below ``max_age``."""
     try:
         max_age = int(max_age)
     except (TypeError, ValueError):
         raise AnsibleFilterError(f"node_facts_select: max_age must be a number of seconds, got {max_age!r}") from None
     if max_age < 0:
         raise AnsibleFilterError(f"node_facts_select: max_age must be >= 0, got {max_age}")
+    try:
+        jitter = float(max_age_jitter)
+    except (TypeError, ValueError):
+        jitter = None
+    if isinstance(max_age_jitter, bool) or jitter is None or not 0 <= jitter < 1:
+        raise AnsibleFilterError("node_facts_select: max_age_jitter must be a fraction from 0 to below 1 (0.2: ages "
+                                 f"from 0.8 to 1.0 times max_age), got {max_age_jitter!r}")
     nodes, problem = fact_cache.read_cache(state)
     selection = fact_cache.select(nodes, _names(hosts, "hosts"), _names(gather, "gather"), max_age,
-                                  _names(refresh or [], "refresh"))
+                                  _names(refresh or [], "refresh"), jitter=jitter)
     selection["state_problem"] = problem
     return selection
 

@@ -2,7 +2,8 @@
 with the addresses it cached.
 
 Proves: the first run visits every node and writes the cache (0600); the next visits none and changes
-nothing; an entry older than node_facts_max_age is visited, and only it; node_facts_refresh, and the nodes
+nothing; an entry older than node_facts_max_age is visited, and only it, and one younger than it but older
+than its jittered age (node_facts_max_age_jitter) too, unless the jitter is 0; node_facts_refresh, and the nodes
 an EDA event names (ansible_eda.event, as ansible-rulebook passes it), visit exactly those nodes; --check
 gathers but writes no cache; --limit keeps the other nodes' entries; a node that fails to gather keeps no
 fresh entry and is visited again next run; the merged facts are on localhost for the discovery; and
@@ -19,6 +20,7 @@ import time
 import pytest
 import yaml
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import fact_cache
 from tests.ansible_run import REPO
 from tests.integration.imex_support import MEMBERS, PLAYBOOK, RACKS, SERVICE, Cluster
 
@@ -65,7 +67,7 @@ def test_only_missing_aged_and_refreshed_nodes_are_visited(cluster):
 
     first = run(cluster)
     assert visited(first) == HOSTS
-    assert "node facts: 4 of 4 node(s) of imex_nodes to visit (max age 86400 s): missing 4 (n1, n2, n3, n4)" in first.stdout
+    assert "node facts: 4 of 4 node(s) of imex_nodes to visit (max age 86400 s, jitter 0.2): missing 4 (n1, n2, n3, n4)" in first.stdout
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     written = cache(cluster)
     assert sorted(written["nodes"]) == HOSTS and written["format"] == 1
@@ -87,6 +89,16 @@ def test_only_missing_aged_and_refreshed_nodes_are_visited(cluster):
     assert visited(again) == ["n2"] and "aged 1 (n2)" in again.stdout
     assert cache(cluster)["nodes"]["n2"]["gathered_at"] > written["nodes"]["n2"]["gathered_at"]
     assert visited(run(cluster, "-e", "node_facts_max_age=0")) == HOSTS
+
+    # An entry a little younger than the max age, whose own age (jitter 0.2, the default) is below 80000 s:
+    # visited by default, not with the jitter off.
+    jittered = cache(cluster)
+    gathered_at = next(at for at in range(int(time.time()) - 86000, 0, -1)
+                       if fact_cache.entry_age("n1", at, 86400, 0.2) < 80000)
+    jittered["nodes"]["n1"]["gathered_at"] = gathered_at
+    path.write_text(json.dumps(jittered))
+    assert visited(run(cluster, "-e", "node_facts_max_age_jitter=0")) == []
+    assert visited(run(cluster)) == ["n1"]
 
     # A refresh (what an event passes) visits exactly the nodes it names; so does an EDA event itself.
     assert visited(run(cluster, "-e", "node_facts_refresh=n3")) == ["n3"]

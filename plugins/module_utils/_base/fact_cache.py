@@ -5,12 +5,14 @@
 The cache is one JSON file on the controller, ``{"format": 1, "nodes": {host: entry}}``, each entry
 ``{"gathered_at": <seconds since the epoch>, "gather": [what was gathered], "facts": {...}}`` and,
 for an entry that must be gathered again whatever its age, ``"stale": true``. A node is visited when
-its entry is missing, older than the maximum age, stale, gathered with another ``gather`` list, or
-when it is named in the refresh list (an event about it). Pure functions: no disk, no Ansible.
+its entry is missing, older than its age (the maximum age less the entry's own jitter), stale, gathered
+with another ``gather`` list, or when it is named in the refresh list (an event about it). Pure
+functions: no disk, no Ansible.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 
@@ -43,7 +45,18 @@ def read_cache(text) -> tuple[dict, str | None]:
             if isinstance(entry, dict) and isinstance(entry.get("facts"), dict)}, problem
 
 
-def _age_reason(entry, gather, now, max_age):
+def entry_age(host, gathered_at, max_age, jitter) -> float:
+    """The age after which ``host``'s entry gathered at ``gathered_at`` is gathered again: ``max_age`` less
+    the fraction ``jitter`` of it times a number in [0, 1), the first 8 bytes of the SHA-256 of the host's
+    name and the second it was gathered. The same entry has the same age on every run and every
+    controller; a fleet gathered at once is gathered again over ages from ``max_age * (1 - jitter)`` to
+    ``max_age``, and each gathering draws the host a new age, so hosts do not fall back into step."""
+    key = f"{host} {gathered_at:.0f}".encode("utf-8")
+    share = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2 ** 64
+    return max_age * (1 - jitter * share)
+
+
+def _age_reason(host, entry, gather, now, max_age, jitter):
     if entry is None:
         return "missing"
     if entry.get("stale"):
@@ -51,13 +64,15 @@ def _age_reason(entry, gather, now, max_age):
     if sorted(entry.get("gather") or []) != sorted(gather):
         return "gather changed"
     gathered_at = entry.get("gathered_at")
-    if not isinstance(gathered_at, (int, float)) or isinstance(gathered_at, bool) or now - gathered_at > max_age:
+    if (not isinstance(gathered_at, (int, float)) or isinstance(gathered_at, bool)
+            or now - gathered_at > entry_age(host, gathered_at, max_age, jitter)):
         return "aged"
     return None
 
 
-def select(nodes, hosts, gather, max_age, refresh=(), now=None) -> dict:
-    """Choose the hosts to visit, in the order of ``hosts``.
+def select(nodes, hosts, gather, max_age, refresh=(), now=None, jitter=0.0) -> dict:
+    """Choose the hosts to visit, in the order of ``hosts``; an entry is aged after ``entry_age`` (with
+    ``jitter`` 0, after ``max_age``).
 
     Returns ``now`` (the time the run's entries are stamped with), ``visit``, ``reasons`` (host -> why it
     is visited: ``missing``, ``aged``, ``stale``, ``gather changed`` or ``refresh``) and ``nodes`` (the cache as read, for ``merge``)."""
@@ -65,7 +80,7 @@ def select(nodes, hosts, gather, max_age, refresh=(), now=None) -> dict:
     refresh = set(refresh or ())
     reasons = {}
     for host in hosts:
-        reason = "refresh" if host in refresh else _age_reason(nodes.get(host), gather, now, max_age)
+        reason = "refresh" if host in refresh else _age_reason(host, nodes.get(host), gather, now, max_age, jitter)
         if reason:
             reasons[host] = reason
     return {"now": now, "visit": [host for host in hosts if host in reasons], "reasons": reasons,
