@@ -66,8 +66,21 @@ def test_the_first_task_types_every_list_and_dict_variable(role):
     typed = set()
     for stem, task in typing_tasks(role):
         if stem == "main" or (stem not in entry_points(role) and task.get("run_once")):
-            typed.update(re.findall(r"'(\w+)': \1\b", str(task["ansible.builtin.set_fact"])))
+            typed.update(typed_names(role, str(task["ansible.builtin.set_fact"])))
     assert sorted(typed) == structured_options(role)
+
+
+def typed_names(role, expression):
+    """The variables an expression types: named one by one (``{'x': x, ...}``), or every option of a spec variable of
+    the role's vars/main.yml (``{role}__node_options``: the main entry point's options but those it rejects) read
+    with the vars lookup."""
+    names = set(re.findall(r"'(\w+)': \1\b", expression))
+    for spec_var in re.findall(rf"\b({role}__\w+_options)\b", expression):
+        if "query('ansible.builtin.vars'" in expression:
+            definition = yaml.safe_load((ROLES / role / "vars" / "main.yml").read_text())[spec_var]
+            assert definition.startswith(f"{{{{ {role}__argument_options"), definition
+            names.update(set(structured_options(role)) - set(re.findall(r"'equalto', '(\w+)'", definition)))
+    return names
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)
