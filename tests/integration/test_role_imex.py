@@ -334,6 +334,13 @@ def test_fleet_playbook_visits_only_the_domains_that_changed(cluster):
     def run(*extra):
         return cluster.run(*fleet, *extra, playbook="fleet.yml")
 
+    # imex.yml imports the role without Ansible's own check of its arguments: the role's first task checks every
+    # option by the same spec, and a wrong value stops every node before anything is written.
+    refused = run("-e", "imex_address_source=bogus")
+    assert refused.returncode != 0
+    assert "value of imex_address_source must be one of: auto, variable, facts, got: bogus" in " ".join(refused.output.split())
+    assert cluster.written() == [] and not state.exists()
+
     # Check mode with nothing applied yet: every member is visited, both files shown, nothing written.
     check = run("--check", "--diff")
     assert check.returncode == 0, check.output
