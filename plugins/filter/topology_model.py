@@ -74,8 +74,8 @@ def imex_driver_branch(text, from_nvidia_smi=False):
 
 
 def imex_settings(values, spec, documented_keys, mode, driver_branch="", nodes_config_path=""):
-    """The role's settings (``imex_config``, ``imex_config_extra_keys``, ``imex_nvidia_smi_command``) typed by their
-    argument spec, keyed without ``imex_``; an error naming every problem of this host's settings at once."""
+    """The role's variables (``imex_*``, as given) checked and typed by their argument spec, keyed without ``imex_``;
+    an error naming every problem of this host's settings at once."""
     try:
         typed = typing.typed_variables(values, spec, "imex_")
     except typing.VariableError as exc:
