@@ -29,16 +29,11 @@ LABEL_KEYS = ArgumentSpec({
 }, fragments=["k8s_labels"])
 
 
-def write_options(concurrency, conflict_retries, check_mode=False, field_manager=_k8s.FIELD_MANAGER):
-    """The writers' ``WriteOptions`` of the write options (``WRITES.build``; the writers name the retries ``retries``)."""
-    return WriteOptions(check_mode, concurrency, conflict_retries, field_manager=field_manager)
-
-
 # How the modules write: requests at once (also the client's connections), retries of a write that lost a race.
 WRITES = ArgumentSpec({
     "concurrency": {"type": "int", "default": 8},
     "conflict_retries": {"type": "int", "default": 5},
-}, fragments=["k8s_auth.WRITES"], options_class=write_options)
+}, fragments=["k8s_auth.WRITES"], options_class=WriteOptions)
 
 
 def label_keys(params):

@@ -28,13 +28,13 @@ APPLY_PATCH = "application/apply-patch+yaml"
 class WriteOptions:
     """How writes are sent: dry run, concurrency, conflict retries (delays injectable for tests)."""
 
-    def __init__(self, check_mode=False, concurrency=8, retries=5, retry_delay=0.05, sleep=time.sleep,
+    def __init__(self, check_mode=False, concurrency=8, conflict_retries=5, retry_delay=0.05, sleep=time.sleep,
                  field_manager=_k8s.FIELD_MANAGER):
         if int(concurrency) < 1:
             raise TopologyError("concurrency must be at least 1")
         self.check_mode = check_mode
         self.concurrency = int(concurrency)
-        self.retries = retries
+        self.conflict_retries = conflict_retries
         self.retry_delay = retry_delay
         self.sleep = sleep
         self.field_manager = field_manager

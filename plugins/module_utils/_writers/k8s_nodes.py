@@ -155,7 +155,7 @@ def patch_nodes(client, changes, nodes, keys, options, field="labels"):
             change.written = True
             return change
 
-        return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)
+        return _k8s.with_conflict_retry(attempt, options.conflict_retries, options.retry_delay, options.sleep)
 
     results, error = _k8s.run_bounded(patch_one, changes, options.concurrency)
     report = WriteReport(nodes=True)
@@ -191,7 +191,7 @@ def patch_unhealthy_taints(client, wanted, options):
             client.request("PATCH", _k8s.node_path(name), options.query(), body, MERGE_PATCH)
             return name
 
-        return _k8s.with_conflict_retry(attempt, options.retries, options.retry_delay, options.sleep)
+        return _k8s.with_conflict_retry(attempt, options.conflict_retries, options.retry_delay, options.sleep)
 
     results, error = _k8s.run_bounded(patch_one, sorted(wanted), options.concurrency)
     report = WriteReport(nodes=True)

@@ -89,7 +89,7 @@ def test_the_source_and_the_modules_connect_with_the_same_defaults_from_the_one_
     for module in (k8s_node_labels, k8s_node_annotations, nfd_topology):
         client, writes = module_client(module, monkeypatch, DIRECT)
         assert (client.timeout, client.host, client.source) == (from_source.timeout, from_source.host, "host")
-        assert (writes.concurrency, writes.retries, writes.check_mode) == (8, 5, False)
+        assert (writes.concurrency, writes.conflict_retries, writes.check_mode) == (8, 5, False)
         assert client.api.configuration.connection_pool_maxsize == writes.concurrency
 
 
