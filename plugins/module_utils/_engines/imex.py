@@ -205,6 +205,16 @@ def render_nodes_config(addresses) -> str:
     return "".join(f"{address}\n" for address in addresses)
 
 
+# What config.cfg can hold (render_config writes, setting_problems checks before anything is written): one line of
+# text, a number or a boolean (an int to Python, written 1 or 0); None leaves the key out.
+def _scalar(value) -> bool:
+    return isinstance(value, (str, int, float))
+
+
+def _multi_line(value) -> bool:
+    return isinstance(value, str) and ("\n" in value or "\r" in value)
+
+
 def render_config(settings, domain, nodes_config_path) -> str:
     """``config.cfg``: the header, then ``KEY=value`` in the order of ``settings``.
 
@@ -217,7 +227,7 @@ def render_config(settings, domain, nodes_config_path) -> str:
             continue
         if isinstance(value, bool):
             value = int(value)
-        elif not isinstance(value, (str, int, float)) or (isinstance(value, str) and ("\n" in value or "\r" in value)):
+        elif not _scalar(value) or _multi_line(value):
             raise ValueError(f"config.{key}: the value must be one line of text, a number, a boolean or null")
         lines.append(f"{key}={value}\n")
     return "".join(lines)
@@ -235,9 +245,9 @@ def setting_problems(config, extra_keys, documented_keys, mode, driver_branch, n
         if "IMEX_NODE_CONFIG_FILE" in config:
             problems.append(f"imex_config: IMEX_NODE_CONFIG_FILE is set by the role from imex_nodes_config_path (now "
                             f"{nodes_config_path}), where it writes the peer list; set imex_nodes_config_path instead.")
-        bad = [key for key, value in config.items()
-               if value is not None and not isinstance(value, (str, int, float))]
-        bad += [key for key, value in config.items() if isinstance(value, str) and ("\n" in value or "\r" in value)]
+        # The keys of values of another type first, then those of text over several lines.
+        bad = [key for key, value in config.items() if value is not None and not _scalar(value)]
+        bad += [key for key, value in config.items() if _multi_line(value)]
         if bad:
             problems.append(f"imex_config: the value of {', '.join(bad)} must be one line of text, a number, a boolean "
                             "(written 1 or 0) or null (key left out).")
