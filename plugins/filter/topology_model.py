@@ -73,16 +73,18 @@ def imex_driver_branch(text, from_nvidia_smi=False):
     return imex.driver_branch(text, from_nvidia_smi=bool(from_nvidia_smi))
 
 
-def imex_settings(values, spec, documented_keys, mode, driver_branch="", nodes_config_path=""):
+def imex_settings(values, spec, documented_keys):
     """The role's variables (``imex_*``, as given) checked and typed by their argument spec, keyed without ``imex_``;
-    an error naming every problem of this host's settings at once."""
+    an error naming every problem of this host's settings at once (the mode, driver branch and peer-list path they
+    hold included, as given)."""
     try:
         typed = typing.typed_variables(values, spec, "imex_")
     except typing.VariableError as exc:
         raise AnsibleFilterError(str(exc)) from None
+    driver_branch = values.get("imex_driver_branch")
     problems = imex.setting_problems(typed.get("config") or {}, typed.get("config_extra_keys") or [],
-                                     list(documented_keys or []), mode, "" if driver_branch is None else driver_branch,
-                                     nodes_config_path)
+                                     list(documented_keys or []), typed.get("mode"),
+                                     "" if driver_branch is None else driver_branch, values.get("imex_nodes_config_path"))
     if problems:
         raise AnsibleFilterError("\n".join(problems))
     return typed

@@ -82,6 +82,9 @@ SETTINGS_SPEC = {
     "imex_config": {"type": "dict", "default": {}},
     "imex_config_extra_keys": {"type": "list", "elements": "str", "default": []},
     "imex_nvidia_smi_command": {"type": "list", "elements": "str", "default": ["nvidia-smi"]},
+    "imex_mode": {"type": "str", "choices": ["slurm", "k8s"], "default": "slurm"},
+    "imex_driver_branch": {"type": "str", "default": ""},
+    "imex_nodes_config_path": {"type": "path"},
 }
 DOCUMENTED = ["LOG_LEVEL", "SERVER_PORT", "IMEX_NODE_CONFIG_FILE"]
 
@@ -89,19 +92,25 @@ DOCUMENTED = ["LOG_LEVEL", "SERVER_PORT", "IMEX_NODE_CONFIG_FILE"]
 def test_imex_settings_types_text_as_the_spec_says():
     settings = FILTERS["imex_settings"]
     typed = settings({"imex_config": '{"LOG_LEVEL": 2, "NEW_KEY": "x"}', "imex_config_extra_keys": "NEW_KEY",
-                      "imex_nvidia_smi_command": '["/usr/bin/nvidia-smi", "-q"]'}, SETTINGS_SPEC, DOCUMENTED, "slurm", "570")
+                      "imex_nvidia_smi_command": '["/usr/bin/nvidia-smi", "-q"]', "imex_mode": "slurm",
+                      "imex_driver_branch": 570}, SETTINGS_SPEC, DOCUMENTED)
     assert typed == {"config": {"LOG_LEVEL": 2, "NEW_KEY": "x"}, "config_extra_keys": ["NEW_KEY"],
-                     "nvidia_smi_command": ["/usr/bin/nvidia-smi", "-q"]}
+                     "nvidia_smi_command": ["/usr/bin/nvidia-smi", "-q"], "mode": "slurm", "driver_branch": "570"}
     # k8s mode writes no config.cfg: its keys are not checked.
-    assert settings({"imex_config": {"ANY": 1}}, SETTINGS_SPEC, DOCUMENTED, "k8s") == {"config": {"ANY": 1}}
+    assert settings({"imex_config": {"ANY": 1}, "imex_mode": "k8s"}, SETTINGS_SPEC, DOCUMENTED) == {
+        "config": {"ANY": 1}, "mode": "k8s"}
+    # A mode outside the spec's choices is named, as Ansible's check of a role's arguments names it.
+    with pytest.raises(AnsibleFilterError, match="value of imex_mode must be one of: slurm, k8s, got: ssh"):
+        settings({"imex_mode": "ssh"}, SETTINGS_SPEC, DOCUMENTED)
 
 
 def test_imex_settings_names_every_problem_of_the_host_at_once():
     settings = FILTERS["imex_settings"]
     with pytest.raises(AnsibleFilterError) as raised:
         settings({"imex_config": {"NOT_A_KEY": 1, "IMEX_NODE_CONFIG_FILE": "/x", "LOG_LEVEL": "two\nlines",
-                                  "SERVER_PORT": [1]}, "imex_config_extra_keys": []},
-                 SETTINGS_SPEC, DOCUMENTED, "slurm", "r570", "/etc/nvidia-imex/nodes_config.cfg")
+                                  "SERVER_PORT": [1]}, "imex_config_extra_keys": [], "imex_mode": "slurm",
+                  "imex_driver_branch": "r570", "imex_nodes_config_path": "/etc/nvidia-imex/nodes_config.cfg"},
+                 SETTINGS_SPEC, DOCUMENTED)
     problems = str(raised.value).split("\n")
     assert problems == [
         "imex_config: unknown key(s) NOT_A_KEY. Documented keys: LOG_LEVEL, SERVER_PORT, IMEX_NODE_CONFIG_FILE. "
@@ -114,6 +123,7 @@ def test_imex_settings_names_every_problem_of_the_host_at_once():
     ]
     # A value of the wrong type is named too.
     with pytest.raises(AnsibleFilterError, match="imex_config_extra_keys"):
-        settings({"imex_config_extra_keys": {"a": 1}}, SETTINGS_SPEC, DOCUMENTED, "slurm")
+        settings({"imex_config_extra_keys": {"a": 1}, "imex_mode": "slurm"}, SETTINGS_SPEC, DOCUMENTED)
     # Booleans, numbers and null are values config.cfg can hold; an empty branch means detect it.
-    assert settings({"imex_config": {"LOG_LEVEL": True, "SERVER_PORT": 1.5}}, SETTINGS_SPEC, DOCUMENTED, "slurm", "")
+    assert settings({"imex_config": {"LOG_LEVEL": True, "SERVER_PORT": 1.5}, "imex_mode": "slurm", "imex_driver_branch": ""},
+                    SETTINGS_SPEC, DOCUMENTED)
