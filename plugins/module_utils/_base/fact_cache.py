@@ -16,6 +16,9 @@ import hashlib
 import json
 import time
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import number_value
+
 CACHE_FORMAT = 1
 
 
@@ -63,9 +66,11 @@ def _age_reason(host, entry, gather, now, max_age, jitter):
         return "stale"
     if sorted(entry.get("gather") or []) != sorted(gather):
         return "gather changed"
-    gathered_at = entry.get("gathered_at")
-    if (not isinstance(gathered_at, (int, float)) or isinstance(gathered_at, bool)
-            or now - gathered_at > entry_age(host, gathered_at, max_age, jitter)):
+    try:  # a stamp that is no finite number, or lies in the future (a clock stepped back), is aged
+        gathered_at = number_value(entry.get("gathered_at"), "gathered_at", high=now)
+    except TopologyError:
+        return "aged"
+    if now - gathered_at > entry_age(host, gathered_at, max_age, jitter):
         return "aged"
     return None
 

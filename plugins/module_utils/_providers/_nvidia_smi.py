@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
@@ -288,10 +289,8 @@ def _location(node, records):
             if value is None:
                 continue
             if key in _NUMBERED_LOCATION:
-                if not value.isdigit() or int(value) > MAX_PLATFORM_NUMBER:
-                    raise NodeDataError(f"{_where(node, where)}: {field} must be a number from 0 to "
-                                        f"{MAX_PLATFORM_NUMBER}, got {clip(value)}")
-                value = int(value)
+                value = whole_number(value, f"{_where(node, where)}: {field}", high=MAX_PLATFORM_NUMBER,
+                                     error=NodeDataError)
             elif key == "chassis_serial_number":
                 problem = name_problem(value)
                 if problem or len(value) > MAX_SERIAL_LENGTH:

@@ -123,7 +123,7 @@ def test_gpus_of_one_node_in_two_places_or_with_a_place_that_is_no_number_are_in
     with pytest.raises(NodeDataError, match="its GPUs are in different places: platform.tray_index is 0 .row 1. and 5"):
         shapes.node_fabric("n1", shapes.csv(tray))
     tray = shapes.tray("gb200", slot="x1")
-    with pytest.raises(NodeDataError, match="platform.slot_number must be a number from 0 to 255, got 'x1'"):
+    with pytest.raises(NodeDataError, match="platform.slot_number must be a whole number from 0 to 255, got 'x1'"):
         shapes.node_fabric("n1", shapes.csv(tray))
     tray = shapes.tray("gb200", chassis="18 BlockName=x")
     with pytest.raises(NodeDataError, match="platform.chassis_serial_number: .* contains white space"):
