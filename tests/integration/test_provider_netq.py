@@ -253,7 +253,7 @@ def test_an_nmx_unhealthy_tray_is_quarantined_as_unhealthy_and_a_bad_place_as_in
     record = topology.quarantined["dgx-01"]
     assert record.unhealthy and record.reason.endswith("[0]: NMX reports Health 'DEGRADED', not 'HEALTHY'")
     assert not topology.quarantined["dgx-02"].unhealthy
-    assert "[1].LocationInfo: location: nvidia-smi output of dgx-02, row 1: platform.tray_index must be a number " \
+    assert "[1].LocationInfo: location: nvidia-smi output of dgx-02, row 1: platform.tray_index must be a whole number " \
            "from 0 to 255, got 'twelve'" in topology.quarantined["dgx-02"].reason
     # The unhealthy tray stays in its rack, reported as quarantined.
     assert topology.summary()["racks"][0]["quarantined"] == ["dgx-01"]
