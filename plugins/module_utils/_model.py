@@ -88,6 +88,9 @@ class Topology:
         # tray out of the map still sits in its rack. ``rack_trays``: how many trays a full rack has.
         self.locations: dict[str, dict] = {}
         self.rack_trays: int | None = None
+        # Which switch each HCA of a node is cabled to (node -> {HCA name: switch name}), where a provider sees
+        # the cables (infiniband): the rail check of the cabling comparison reads it. Not in the compact form.
+        self.hca_switches: dict[str, dict[str, str]] = {}
 
     # -- quarantine ---------------------------------------------------------------------
 

@@ -72,6 +72,8 @@ STATE = {
     "quarantined_nodes": "Nodes left out of the map because their data was invalid or unhealthy.",
     "last_run_failed": "1 when the last run failed, 0 when it succeeded.",
     "consecutive_failures": "Runs that failed in a row (0 after a success).",
+    "cabling_mismatches": "Differences between the designed and the discovered topology that the last comparison "
+                          "(topology_compare) found; absent until one ran.",
 }
 PER_RUN = {
     "last_run_timestamp_seconds": "When the last run ended, in seconds since the epoch.",
@@ -166,6 +168,8 @@ def _summary_counts(result, where):
         counts["placeholders"] = len(placeholders) if isinstance(placeholders, list) else 0
     elif summary.get("format") == "topology.yaml" and isinstance(result.get("content"), str):
         counts.update(_yaml_blocks(result["content"]))
+    if _is_int(summary.get("cabling_mismatches")):
+        counts["cabling_mismatches"] = _count(summary["cabling_mismatches"], f"{where}.summary.cabling_mismatches")
     if _is_int(summary.get("quarantined")):
         counts["quarantined"] = _count(summary["quarantined"], f"{where}.summary.quarantined")
     elif isinstance(result.get("quarantined"), list):
@@ -204,6 +208,10 @@ def metrics(options, before, now):
             # What the tasks that succeeded report; else the map on disk is still the previous run's.
             given = counts.get(key, before.get(metric, 0))
         values[metric] = int(given)
+    # Only where a comparison ran, now or before: a 0 would claim a cabling nobody compared.
+    mismatches = counts.get("cabling_mismatches", before.get("cabling_mismatches"))
+    if mismatches is not None:
+        values["cabling_mismatches"] = int(mismatches)
     values["last_run_failed"] = int(failed)
     values["consecutive_failures"] = min(int(before.get("consecutive_failures", 0)) + 1, MAX_COUNT) if failed else 0
     values["last_run_timestamp_seconds"] = now
@@ -216,7 +224,7 @@ def metrics(options, before, now):
 
 def state_changed(values, before):
     """Whether the map's state differs from the previous file's (the per-run values never count)."""
-    return any(before.get(name) != values[name] for name in STATE)
+    return any(before.get(name) != values.get(name) for name in STATE)
 
 
 def render(values, target):

@@ -415,6 +415,11 @@ def build(fabric, wanted=None, node_map=None, warn=None, switch_selector=None, h
              f"{hostlist.compress(missing)}")
         for name in missing:
             topology.add_node(name, source="params.nodes")
+    for leaf, hosts in leaf_hcas.items():  # the rails, for the cabling comparison
+        for name, hcas in hosts.items():
+            if name in topology.nodes:
+                for hca in hcas:
+                    topology.hca_switches.setdefault(name, {})[hca] = names.get(leaf, leaf)
     return topology
 
 

@@ -182,3 +182,16 @@ def test_a_failed_run_counts_what_its_tasks_that_succeeded_wrote(run, tmp_path):
     result = run(dict(base, failed=True, results=[grown, {"failed": True, "msg": "slurm.conf refused"}]))
     assert result["metrics"]["aifactory_topology_nodes"] == 72
     assert result["metrics"]["aifactory_topology_last_run_failed"] == 1
+
+
+def test_cabling_mismatches_are_written_once_a_comparison_ran_and_kept_after(run, tmp_path):
+    args = {"directory": str(tmp_path), "target": "fabric"}
+    assert "aifactory_topology_cabling_mismatches" not in run(dict(args, results=[SLURM]))["metrics"]
+    compared = {"changed": False, "findings": [], "summary": {"cabling_mismatches": 3, "nodes_observed": 54}}
+    first = run(dict(args, results=[compared]))
+    assert first["changed"] is True and samples(tmp_path / "aifactory_topology_fabric.prom")[
+        "aifactory_topology_cabling_mismatches"][1] == 3
+    later = run(dict(args, results=[SLURM]))  # a run without a comparison keeps the last one's count
+    assert later["metrics"]["aifactory_topology_cabling_mismatches"] == 3
+    fixed = run(dict(args, results=[dict(compared, summary={"cabling_mismatches": 0})]))
+    assert fixed["changed"] is True and fixed["metrics"]["aifactory_topology_cabling_mismatches"] == 0
