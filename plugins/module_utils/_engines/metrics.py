@@ -74,7 +74,12 @@ STATE = {
     "consecutive_failures": "Runs that failed in a row (0 after a success).",
     "cabling_mismatches": "Differences between the designed and the discovered topology that the last comparison "
                           "(topology_compare) found; absent until one ran.",
+    "controller_mismatches": "Differences between the topology file and what the running slurmctld holds, probes "
+                             "answered across blocks included, that the last check (slurm_topology_verify) found; "
+                             "absent until one ran.",
 }
+# Counts written only once a run reported them (then kept): a 0 would claim a check nobody ran.
+REPORTED_ONLY = ("cabling_mismatches", "controller_mismatches")
 PER_RUN = {
     "last_run_timestamp_seconds": "When the last run ended, in seconds since the epoch.",
     "last_success_timestamp_seconds": "When the last successful run ended, in seconds since the epoch "
@@ -168,8 +173,9 @@ def _summary_counts(result, where):
         counts["placeholders"] = len(placeholders) if isinstance(placeholders, list) else 0
     elif summary.get("format") == "topology.yaml" and isinstance(result.get("content"), str):
         counts.update(_yaml_blocks(result["content"]))
-    if _is_int(summary.get("cabling_mismatches")):
-        counts["cabling_mismatches"] = _count(summary["cabling_mismatches"], f"{where}.summary.cabling_mismatches")
+    for name in REPORTED_ONLY:
+        if _is_int(summary.get(name)):
+            counts[name] = _count(summary[name], f"{where}.summary.{name}")
     if _is_int(summary.get("quarantined")):
         counts["quarantined"] = _count(summary["quarantined"], f"{where}.summary.quarantined")
     elif isinstance(result.get("quarantined"), list):
@@ -208,10 +214,10 @@ def metrics(options, before, now):
             # What the tasks that succeeded report; else the map on disk is still the previous run's.
             given = counts.get(key, before.get(metric, 0))
         values[metric] = int(given)
-    # Only where a comparison ran, now or before: a 0 would claim a cabling nobody compared.
-    mismatches = counts.get("cabling_mismatches", before.get("cabling_mismatches"))
-    if mismatches is not None:
-        values["cabling_mismatches"] = int(mismatches)
+    for name in REPORTED_ONLY:
+        reported = counts.get(name, before.get(name))
+        if reported is not None:
+            values[name] = int(reported)
     values["last_run_failed"] = int(failed)
     values["consecutive_failures"] = min(int(before.get("consecutive_failures", 0)) + 1, MAX_COUNT) if failed else 0
     values["last_run_timestamp_seconds"] = now
