@@ -43,6 +43,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number
+from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import compile_search_pattern
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
@@ -591,10 +592,7 @@ def apply_accelerator(topology, spec, warn=None):
         raise TopologyError("accelerator.rack_escalation needs trays or share")
     pattern = None
     if spec.get("rack_from_name"):
-        try:
-            pattern = re.compile(spec["rack_from_name"])
-        except re.error as exc:
-            raise TopologyError(f"accelerator.rack_from_name is not a regular expression: {exc}") from None
+        pattern = compile_search_pattern(spec["rack_from_name"], "accelerator.rack_from_name")
         if "rack" not in pattern.groupindex:
             raise TopologyError("accelerator.rack_from_name needs a named group (?P<rack>...) for the rack in a name")
     return apply_nvidia_smi_domains(topology, spec.get("nvidia_smi"), warn, spec.get("require_domain"),
