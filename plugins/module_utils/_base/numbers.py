@@ -10,6 +10,8 @@ integer 1. Every reader of such input goes through these two functions instead:
 
 * ``whole_number(text, where, high=...)``: ASCII digits only, at most ``MAX_DIGITS`` of them, checked
   against the range before ``int()`` runs, so it never raises anything but ``error``;
+* ``whole_number_or_none(text, ...)``: the same reading, None instead of an error, for a reader that
+  has an answer for text that is no number;
 * ``number_value(value, where, ...)``: an already-decoded value (JSON, YAML, an Ansible variable) that
   must be a finite number in a range; booleans are refused, strings are not numbers.
 
@@ -30,14 +32,21 @@ MAX_DIGITS = 32
 _ASCII_DIGITS = frozenset("0123456789")
 
 
+def whole_number_or_none(text, low=0, high=2 ** 63 - 1):
+    """``text`` as an int from ``low`` to ``high`` (ASCII digits only, at most ``MAX_DIGITS``), or None: for a
+    reader that has an answer for text that is no number (a name kept as text, a default backoff)."""
+    if (not isinstance(text, str) or not text or len(text) > MAX_DIGITS
+            or not _ASCII_DIGITS.issuperset(text)):
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
+
+
 def whole_number(text, where, low=0, high=2 ** 63 - 1, error=TopologyError) -> int:
     """``text`` as an int from ``low`` to ``high``: ASCII digits only (no sign, space or ``_``), at most
     ``MAX_DIGITS`` of them; ``error`` naming ``where`` else."""
-    if (not isinstance(text, str) or not text or len(text) > MAX_DIGITS
-            or not _ASCII_DIGITS.issuperset(text)):
-        raise error(f"{where} must be a whole number from {low} to {high}, got {clip(text)}")
-    value = int(text)
-    if not low <= value <= high:
+    value = whole_number_or_none(text, low, high)
+    if value is None:
         raise error(f"{where} must be a whole number from {low} to {high}, got {clip(text)}")
     return value
 
