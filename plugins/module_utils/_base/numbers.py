@@ -17,8 +17,8 @@ integer 1. Every reader of such input goes through these two functions instead:
 
 Both raise ``error`` (``TopologyError`` unless the caller names its kind, such as ``NodeDataError``
 for data about one node, which quarantines that node) with a message naming ``where``.
-``tests/unit/plugins/module_utils/test_numbers.py`` holds a guard that fails when a reader of
-untrusted text calls ``int()`` on it directly.
+``tests/unit/plugins/module_utils/test_numbers_only_way.py`` holds a guard that fails when code calls
+``int()`` or ``float()`` on anything but a literal outside this module and the uses it lists with a reason.
 """
 
 from __future__ import annotations
