@@ -9,12 +9,11 @@ test until it is one of those or is listed below with its reason.
 from __future__ import annotations
 
 import ast
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
-NUMBERS_MODULE = ROOT / "plugins" / "module_utils" / "_base" / "numbers.py"
+from tests.collection_sources import python_sources
+
 
 # (file, the call as ast.unparse writes it) -> why it reads no untrusted text.
 ALLOWED = {
@@ -67,18 +66,10 @@ def calls_in(source):
     return found
 
 
-def _python_files():
-    for top in ("plugins", "extensions"):
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path != NUMBERS_MODULE:
-                yield path
-
-
 def test_no_number_is_read_outside_base_numbers():
     found, seen = [], set()
-    for path in _python_files():
-        name = path.relative_to(ROOT).as_posix()
-        for line, call in calls_in(path.read_text(encoding="utf-8")):
+    for name, source in python_sources(skip="plugins/module_utils/_base/numbers.py"):
+        for line, call in calls_in(source):
             seen.add((name, call))
             if (name, call) not in ALLOWED:
                 found.append(f"{name}:{line}: {call}: read it with _base/numbers (whole_number, number_value) "

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import ast
 import importlib
-import pathlib
 import re
 
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import line_crossing_problem
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
-PATTERNS_MODULE = ROOT / "plugins" / "module_utils" / "_base" / "patterns.py"
+from tests.collection_sources import ROOT, python_sources
+
+PATTERNS_MODULE = "plugins/module_utils/_base/patterns.py"
 RE_FUNCTIONS = {"compile", "match", "search", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
 _FLAG_NAMES = {"M": re.M, "MULTILINE": re.M, "S": re.S, "DOTALL": re.S, "X": re.X, "VERBOSE": re.X,
                "I": re.I, "IGNORECASE": re.I, "A": re.A, "ASCII": re.A}
@@ -86,17 +86,10 @@ def problems_in(source, name="<snippet>"):
     return found
 
 
-def _python_files():
-    for top in ("plugins", "extensions"):
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path != PATTERNS_MODULE:
-                yield path
-
-
 def test_no_pattern_is_built_outside_base_patterns():
     found = []
-    for path in _python_files():
-        found += problems_in(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    for name, source in python_sources(skip=PATTERNS_MODULE):
+        found += problems_in(source, name)
     assert not found, "\n".join(found)
 
 
