@@ -196,7 +196,7 @@ def _q_records(node, lines):
         if depth == 0:
             match = _ATTACHED.fullmatch(stripped)
             if match:
-                attached = whole_number(match.group(1), f"{_where(node, number)}: Attached GPUs", high=9999,
+                attached = whole_number(match.group(1), f"{_where(node, f'line {number}')}: Attached GPUs", high=9999,
                                         error=NodeDataError)
             if _GPU_HEADER.fullmatch(stripped):
                 current = _new_record(node, records, f"line {number}")
