@@ -5,8 +5,8 @@ extensions/ inside a function must have a string literal (or a module-level name
 pattern, outside _base/patterns.py. A call at module level runs at import time, before any option or
 node output exists, so it may join the module's own constants (labels.py, metrics.py). No pattern
 compiled for multi-line text ((?m) or re.MULTILINE) may hold a repetition that can match a line break:
-literals are checked here, module-level compiled patterns of module_utils by importing them, role
-templates by reading them.
+literals are checked here, module-level compiled patterns of module_utils by importing them, the
+templates of roles and playbooks by reading them.
 """
 
 from __future__ import annotations
@@ -109,9 +109,10 @@ def test_no_module_level_pattern_runs_across_lines():
 _ROLE_REGEX = re.compile(r"regex_(?:search|findall|replace)\(\s*'((?:[^'\\]|\\.)*)'")
 
 
-def test_no_role_template_pattern_runs_across_lines():
+def test_no_template_pattern_runs_across_lines():
+    """Roles' and playbooks' templates, which run on the controller over what nodes print."""
     found = []
-    for path in sorted((ROOT / "roles").rglob("*.yml")):
+    for path in sorted([*(ROOT / "roles").rglob("*.yml"), *(ROOT / "playbooks").rglob("*.yml")]):
         for match in _ROLE_REGEX.finditer(path.read_text(encoding="utf-8")):
             problem = line_crossing_problem(match.group(1))
             if problem:
