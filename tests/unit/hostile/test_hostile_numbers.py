@@ -5,13 +5,14 @@ never a ValueError."""
 
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts, _nvidia_smi, nebius
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, RemoteAPIError
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts, _nvidia_smi, nebius, oci
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import retry_after_seconds
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as file_writer
 
@@ -83,3 +84,9 @@ def test_a_temp_file_with_a_hostile_pid_is_left_to_age(tmp_path, pid):
     stray.write_text("x")
     assert file_writer.remove_stale_temp_files(str(dest)) == []
     assert os.path.exists(stray)
+
+
+@pytest.mark.parametrize("exp", [math.nan, math.inf, 2.0 ** 60])
+def test_an_oci_session_token_that_never_expires_is_refused(exp):
+    with pytest.raises(RemoteAPIError, match=r"^session: the token's exp claim must be a number from 0 to "):
+        oci._session_token("session", "header.payload.signature", {"exp": exp})  # pylint: disable=protected-access
