@@ -112,3 +112,13 @@ def test_an_option_pattern_matches_nothing_longer_than_a_name():
     assert pattern.search("n" + "1" * patterns.MAX_NAME_LENGTH) is None
     assert pattern.fullmatch(None) is None
     assert "rack" in pattern.groupindex
+
+
+def test_the_roles_filter_reads_blank_lines_as_imex_config_does(monkeypatch):
+    from ansible_collections.aifactory.topology.plugins.filter.topology_model import FilterModule
+
+    counting = _CountingPattern(imex._DRIVER_VERSION)
+    monkeypatch.setattr(imex, "_DRIVER_VERSION", counting)
+    branch = FilterModule().filters()["imex_driver_branch"]
+    assert branch("\n" * 30_000 + "575.51.03\n", from_nvidia_smi=True) == "575"
+    assert counting.calls == 30_001 and counting.characters == len("575.51.03")
