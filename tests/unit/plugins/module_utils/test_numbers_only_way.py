@@ -24,6 +24,8 @@ ALLOWED = {
         "ASCII digits (re.ASCII) of at most MAX_RANGE_DIGITS: longer names stay literals",
     ("plugins/module_utils/_base/hostlist.py", "int(low_text)"): "checked: ASCII digits, at most MAX_RANGE_DIGITS",
     ("plugins/module_utils/_base/hostlist.py", "int(high_text)"): "checked: ASCII digits, at most MAX_RANGE_DIGITS",
+    ("plugins/module_utils/_base/hostlist.py", "map(int, digit_strings)"):
+        "the same bounded ASCII digit strings as int(digits)",
     ("plugins/module_utils/_base/hostlist.py", "int(text)"):
         "the sort key of the same bounded ASCII digit strings as int(digits)",
     ("plugins/module_utils/_engines/ansible_groups.py", "int(part[2:] or '0', 16)"):
@@ -57,11 +59,18 @@ ALLOWED = {
 
 
 def calls_in(source):
-    """The int()/float() calls of one file's source whose first argument is not a literal, as unparsed."""
+    """The int()/float() calls of one file's source whose first argument is not a literal, and the calls
+    that are handed int or float to call (``map(int, texts)``), as unparsed."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "float")
+        if not isinstance(node, ast.Call):
+            continue
+        if (isinstance(node.func, ast.Name) and node.func.id in ("int", "float")
                 and node.args and not isinstance(node.args[0], ast.Constant)):
+            found.append((node.lineno, ast.unparse(node)))
+        elif not (isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass")) and any(
+                isinstance(value, ast.Name) and value.id in ("int", "float")
+                for value in [*node.args, *(keyword.value for keyword in node.keywords)]):
             found.append((node.lineno, ast.unparse(node)))
     return found
 
@@ -82,6 +91,8 @@ def test_no_number_is_read_outside_base_numbers():
     "def f(line):\n    return int(line.split()[1])\n",
     "def f(m):\n    return float(m.group(1))\n",
     "x = int(os.environ['N'])\n",
+    "def f(texts):\n    return sorted(map(int, texts))\n",
+    "def f(texts):\n    return sorted(texts, key=float)\n",
 ])
 def test_the_guard_fails_on_what_it_forbids(snippet):
     assert calls_in(snippet)
