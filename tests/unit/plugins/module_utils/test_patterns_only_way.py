@@ -147,3 +147,19 @@ def test_the_guard_lets_literals_pass(snippet):
 
 def test_the_role_guard_fails_on_the_old_channel_pattern():
     assert line_crossing_problem(r"(?m)^\s*(\d+)\s+nvidia-caps-imex-channels\s*$")
+
+
+@pytest.mark.parametrize("pattern, flags", [
+    (r"(?m)^\s*x", 0), (r"^\s*x", re.M), (r"(?ms)^.*x", 0), (r"(?m)^[^\S]+x", 0), (r"(?m)^[\x00-\x7f]+", 0),
+    (r"(?m)^(?:a|\n)+", 0), (r"(?m)^\D*", 0), (r"(?m)^\W+", 0), (r"(?m)^(?:x[^y]){2,}", 0),
+])
+def test_a_repetition_that_can_match_a_line_break_is_refused_under_multiline(pattern, flags):
+    assert line_crossing_problem(pattern, flags)
+
+
+@pytest.mark.parametrize("pattern, flags", [
+    (r"(?m)^[ \t]*x", 0), (r"(?m)^[^\s]+ \S+$", 0), (r"(?m)^.*x", 0), (r"\s*x", 0), (r"(?m)^\n", 0),
+    (r"(?m)^[0-9]+\.[0-9]+", 0),
+])
+def test_a_repetition_held_to_its_line_passes(pattern, flags):
+    assert line_crossing_problem(pattern, flags) is None
