@@ -47,7 +47,10 @@ options:
     type: dict
     suboptions:
       regexp:
-        description: A regular expression searched (not anchored) in each node name.
+        description:
+          - A regular expression searched (not anchored) in each node name.
+          - At most 256 characters and 2 repetitions, none inside another, no alternation inside a repetition,
+            back-reference or look-around, so its cost is bounded; a node name longer than 253 characters matches nothing.
         type: str
         required: true
       format:

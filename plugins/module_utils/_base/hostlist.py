@@ -14,6 +14,7 @@ import itertools
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number_or_none
 
 # Topograph caps request-supplied ranges at 500,000 names; a hostlist is untrusted input.
 DEFAULT_MAX_HOSTS = 500_000
@@ -183,7 +184,8 @@ def compress(names) -> str:
     literals = set()
     for name in names:
         match = _NAME_SPLIT.match(name)
-        if match is None:
+        # A number longer than expand() reads back stays a literal name (and never meets int()'s limit).
+        if match is None or len(match.group(2)) > MAX_RANGE_DIGITS:
             literals.add(name)
             continue
         prefix, digits, suffix = match.groups()
@@ -242,4 +244,6 @@ _NATURAL = re.compile(r"(\d+)", re.ASCII)
 
 def natural_key(name: str) -> tuple:
     """Sort key that orders ``rack2`` before ``rack10``."""
-    return tuple((0, int(part), part) if part.isascii() and part.isdecimal() else (1, 0, part) for part in _NATURAL.split(name))
+    # A digit run too long to be a number here (5,000 digits: int() raises) sorts after the numbers.
+    return tuple((0, number, part) if (number := whole_number_or_none(part)) is not None else (1, 0, part)
+                 for part in _NATURAL.split(name))

@@ -10,13 +10,15 @@ integer 1. Every reader of such input goes through these two functions instead:
 
 * ``whole_number(text, where, high=...)``: ASCII digits only, at most ``MAX_DIGITS`` of them, checked
   against the range before ``int()`` runs, so it never raises anything but ``error``;
+* ``whole_number_or_none(text, ...)``: the same reading, None instead of an error, for a reader that
+  has an answer for text that is no number;
 * ``number_value(value, where, ...)``: an already-decoded value (JSON, YAML, an Ansible variable) that
   must be a finite number in a range; booleans are refused, strings are not numbers.
 
 Both raise ``error`` (``TopologyError`` unless the caller names its kind, such as ``NodeDataError``
 for data about one node, which quarantines that node) with a message naming ``where``.
-``tests/unit/plugins/module_utils/test_numbers.py`` holds a guard that fails when a reader of
-untrusted text calls ``int()`` on it directly.
+``tests/unit/plugins/module_utils/test_numbers_only_way.py`` holds a guard that fails when code calls
+``int()`` or ``float()`` on anything but a literal outside this module and the uses it lists with a reason.
 """
 
 from __future__ import annotations
@@ -30,14 +32,21 @@ MAX_DIGITS = 32
 _ASCII_DIGITS = frozenset("0123456789")
 
 
+def whole_number_or_none(text, low=0, high=2 ** 63 - 1):
+    """``text`` as an int from ``low`` to ``high`` (ASCII digits only, at most ``MAX_DIGITS``), or None: for a
+    reader that has an answer for text that is no number (a name kept as text, a default backoff)."""
+    if (not isinstance(text, str) or not text or len(text) > MAX_DIGITS
+            or not _ASCII_DIGITS.issuperset(text)):
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
+
+
 def whole_number(text, where, low=0, high=2 ** 63 - 1, error=TopologyError) -> int:
     """``text`` as an int from ``low`` to ``high``: ASCII digits only (no sign, space or ``_``), at most
     ``MAX_DIGITS`` of them; ``error`` naming ``where`` else."""
-    if (not isinstance(text, str) or not text or len(text) > MAX_DIGITS
-            or not _ASCII_DIGITS.issuperset(text)):
-        raise error(f"{where} must be a whole number from {low} to {high}, got {clip(text)}")
-    value = int(text)
-    if not low <= value <= high:
+    value = whole_number_or_none(text, low, high)
+    if value is None:
         raise error(f"{where} must be a whole number from {low} to {high}, got {clip(text)}")
     return value
 

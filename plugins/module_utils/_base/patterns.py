@@ -14,6 +14,18 @@ a switch's), so the cost of one match is bounded before any match is tried:
   ``MAX_REPEATS`` repetitions in one pattern. What remains costs at most about n² steps per name.
 
 Errors name the field and the index (``params.switches.exclude[1]``).
+
+A pattern an option gives for something other than a name selector (``accelerator.rack_from_name``,
+``block_name_pattern.regexp``) goes through ``compile_search_pattern``: the same cost rules, and a
+``BoundedPattern`` that matches nothing longer than ``MAX_NAME_LENGTH`` characters.
+
+Patterns the collection writes itself and applies to hostile multi-line text (a node's command
+output, a file it serves) are literals, and one more rule holds for them: under ``(?m)`` no
+repetition may match a line break (``^\\s*`` runs on from every line start across every blank line
+that follows: quadratic). ``line_crossing_problem`` says why a pattern breaks that rule; the guard
+test ``tests/unit/plugins/module_utils/test_patterns_only_way.py`` runs it over every literal
+multi-line pattern and fails when code outside this module compiles or applies a non-literal
+pattern. Such text is read line by line (``str.split("\\n")``, strip, an anchored match) instead.
 """
 
 from __future__ import annotations
@@ -70,6 +82,64 @@ def _walk(items, inside_repeat, counts):
             problem = None
         if problem:
             return problem
+    return None
+
+
+def _can_match_newline(items, dotall):
+    """Whether one of the parsed ``items`` (a repetition's body) can match a line break."""
+    for op, arg in items:
+        if op == _sre_parse.LITERAL and arg == 10:
+            return True
+        if op == _sre_parse.NOT_LITERAL and arg != 10:
+            return True
+        if op == _sre_parse.ANY and dotall:
+            return True
+        if op == _sre_parse.IN:
+            negated = any(inner_op == _sre_parse.NEGATE for inner_op, _ in arg)
+            matches = any(
+                (inner_op == _sre_parse.LITERAL and inner_arg == 10)
+                or (inner_op == _sre_parse.RANGE and inner_arg[0] <= 10 <= inner_arg[1])
+                or (inner_op == _sre_parse.CATEGORY and inner_arg in (
+                    _sre_parse.CATEGORY_SPACE, _sre_parse.CATEGORY_NOT_DIGIT, _sre_parse.CATEGORY_NOT_WORD))
+                for inner_op, inner_arg in arg)
+            if matches != negated:
+                return True
+        if op in _REPEATS and _can_match_newline(arg[2], dotall):
+            return True
+        if op == _sre_parse.SUBPATTERN and _can_match_newline(arg[-1], dotall):
+            return True
+        if op == _sre_parse.BRANCH and any(_can_match_newline(branch, dotall) for branch in arg[1]):
+            return True
+    return False
+
+
+def _repeat_crossing(items, dotall):
+    for op, arg in items:
+        if op in _REPEATS:
+            if arg[1] > 1 and _can_match_newline(arg[2], dotall):
+                return True
+            found = _repeat_crossing(arg[2], dotall)
+        elif op == _sre_parse.SUBPATTERN:
+            found = _repeat_crossing(arg[-1], dotall)
+        elif op == _sre_parse.BRANCH:
+            found = any(_repeat_crossing(branch, dotall) for branch in arg[1])
+        else:
+            found = False
+        if found:
+            return True
+    return False
+
+
+def line_crossing_problem(pattern, flags=0):
+    """Why ``pattern`` (a literal the collection applies to multi-line text) breaks the line rule, or None:
+    under ``(?m)`` (or ``re.MULTILINE`` in ``flags``) no repetition may match a line break."""
+    parsed = _sre_parse.parse(pattern, flags)
+    state_flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
+    if not state_flags & re.MULTILINE:
+        return None
+    if _repeat_crossing(parsed, bool(state_flags & re.DOTALL)):
+        return (f"{pattern!r}: a repetition that can match a line break (such as \\s* or [^x]+) in a multi-line "
+                "pattern runs on across lines (quadratic in blank lines); match line by line or use [ \\t]")
     return None
 
 
@@ -142,3 +212,36 @@ class NameSelector:
 
     def selects(self, *names):
         return self.included(*names) and not self.excludes(*names)
+
+
+class BoundedPattern:
+    """A pattern from an option, past the cost check, that matches only text of at most ``max_length``
+    characters (longer text matches nothing): so one match costs at most about ``max_length``² steps."""
+
+    __slots__ = ("compiled", "max_length")
+
+    def __init__(self, compiled, max_length=MAX_NAME_LENGTH):
+        self.compiled, self.max_length = compiled, max_length
+
+    @property
+    def groupindex(self):
+        return self.compiled.groupindex
+
+    @property
+    def pattern(self):
+        return self.compiled.pattern
+
+    def _fits(self, text):
+        return isinstance(text, str) and len(text) <= self.max_length
+
+    def fullmatch(self, text):
+        return self.compiled.fullmatch(text) if self._fits(text) else None
+
+    def search(self, text):
+        return self.compiled.search(text) if self._fits(text) else None
+
+
+def compile_search_pattern(pattern, where, max_length=MAX_NAME_LENGTH) -> BoundedPattern:
+    """A pattern an option gives (not a name selector's list), with ``compile_pattern``'s cost rules, as a
+    ``BoundedPattern`` (``fullmatch`` and ``search`` on text of at most ``max_length`` characters)."""
+    return BoundedPattern(compile_pattern(pattern, where), max_length)

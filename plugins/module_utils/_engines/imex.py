@@ -260,15 +260,29 @@ def setting_problems(config, extra_keys, documented_keys, mode, driver_branch, n
 # -- a run that costs what changed: which nodes to visit ------------------------------------------
 
 # The driver's major version (its branch, such as 570): from /proc/driver/nvidia/version ("... Kernel Module
-# for x86_64  570.133.20  ...") or from nvidia-smi's driver_version query (one "570.133.20" a GPU).
-_DRIVER_IN_VERSION_FILE = re.compile(r"\s(\d{3,})\.\d+")
-_DRIVER_IN_NVIDIA_SMI = re.compile(r"(?m)^\s*(\d{3,})\.\d+")
+# for x86_64  570.133.20  ...") or from nvidia-smi's driver_version query (one "570.133.20" a GPU). Read line
+# by line with an anchored match, over at most MAX_DRIVER_TEXT characters: a search with (?m)^\s* runs on
+# across every blank line from every line start (quadratic in a node's output).
+MAX_DRIVER_TEXT = 64 * 1024
+_DRIVER_VERSION = re.compile(r"([0-9]{3,})\.[0-9]")
 
 
 def driver_branch(text, from_nvidia_smi=False) -> str:
-    """The driver branch in the text of the driver's version file (or of nvidia-smi's answer); '' when none."""
-    found = (_DRIVER_IN_NVIDIA_SMI if from_nvidia_smi else _DRIVER_IN_VERSION_FILE).search(text or "")
-    return found.group(1) if found else ""
+    """The driver branch in the text of the driver's version file (its first word such as 570.133.20 after
+    a space) or of nvidia-smi's answer (the first line that starts with one); '' when none."""
+    text = (text or "")[:MAX_DRIVER_TEXT]
+    for number, line in enumerate(text.split("\n")):
+        if from_nvidia_smi:
+            found = _DRIVER_VERSION.match(line.strip())
+            if found:
+                return found.group(1)
+            continue
+        # In the version file the number follows white space: not the text's very first word.
+        for word in line.split()[1 if number == 0 and line[:1].strip() else 0:]:
+            found = _DRIVER_VERSION.match(word)
+            if found:
+                return found.group(1)
+    return ""
 
 
 STATE_FORMAT = 1

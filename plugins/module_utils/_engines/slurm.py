@@ -15,6 +15,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import ho
 from ansible_collections.aifactory.topology.plugins.module_utils._engines.slurm_options import BLOCK_NAMING
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import tree as tree_walk
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import compile_search_pattern
 from ansible_collections.aifactory.topology.plugins.module_utils._model import check_name
 
 PLUGINS = ("topology/tree", "topology/block", "topology/flat")
@@ -99,10 +100,7 @@ def _compile_pattern(pattern):
     for key in ("regexp", "format"):
         if not isinstance(pattern[key], str):
             raise TopologyError(f"block_name_pattern.{key} must be a string, got {clip(pattern[key])}")
-    try:
-        regexp = re.compile(pattern["regexp"])
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise TopologyError(f"block_name_pattern.regexp is not a valid regular expression: {exc}") from None
+    regexp = compile_search_pattern(pattern["regexp"], "block_name_pattern.regexp")
     # Topograph uses Go's Expand syntax: $1, ${1}, ${name}.
     template = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: "\\g<" + (m.group(1) or m.group(2)) + ">",
                       pattern["format"].replace("\\", "\\\\"))

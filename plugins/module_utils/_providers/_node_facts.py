@@ -24,6 +24,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import la
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import LocalFileError, NodeUnhealthy, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import read_text
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number_or_none
 
 # sysfs values are a few bytes; never read more from a file there.
 _MAX_SYSFS_READ = 4096
@@ -73,8 +74,10 @@ def infiniband_hcas(sysfs_root="/sys"):
         ports = []
         for port in port_names:
             where = os.path.join(ports_dir, port)
+            # A port directory named other than by ASCII digits ('²' is str.isdigit()) stays a name.
+            number = whole_number_or_none(port, high=65535)
             ports.append({
-                "port": int(port) if port.isdigit() else port,
+                "port": port if number is None else number,
                 "state": _state(_read(os.path.join(where, "state"))),
                 "phys_state": _state(_read(os.path.join(where, "phys_state"))),
                 "rate": _read(os.path.join(where, "rate")),

@@ -43,6 +43,7 @@ import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number
+from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import compile_search_pattern
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
@@ -195,7 +196,8 @@ def _q_records(node, lines):
         if depth == 0:
             match = _ATTACHED.fullmatch(stripped)
             if match:
-                attached = int(match.group(1))
+                attached = whole_number(match.group(1), f"{_where(node, f'line {number}')}: Attached GPUs", high=9999,
+                                        error=NodeDataError)
             if _GPU_HEADER.fullmatch(stripped):
                 current = _new_record(node, records, f"line {number}")
             path = []
@@ -591,10 +593,7 @@ def apply_accelerator(topology, spec, warn=None):
         raise TopologyError("accelerator.rack_escalation needs trays or share")
     pattern = None
     if spec.get("rack_from_name"):
-        try:
-            pattern = re.compile(spec["rack_from_name"])
-        except re.error as exc:
-            raise TopologyError(f"accelerator.rack_from_name is not a regular expression: {exc}") from None
+        pattern = compile_search_pattern(spec["rack_from_name"], "accelerator.rack_from_name")
         if "rack" not in pattern.groupindex:
             raise TopologyError("accelerator.rack_from_name needs a named group (?P<rack>...) for the rack in a name")
     return apply_nvidia_smi_domains(topology, spec.get("nvidia_smi"), warn, spec.get("require_domain"),

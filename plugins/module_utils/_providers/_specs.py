@@ -58,7 +58,9 @@ ACCELERATOR = {
                            "description": "A regular expression with a named group `rack` that a node name matches "
                                           "whole, such as `gb200-r(?P<rack>[0-9]+)-n[0-9]+`: a tray whose name puts "
                                           "it in another rack than its hardware (NVLink domain and chassis) does is "
-                                          "reported with both racks."},
+                                          "reported with both racks. It passes the cost rules of name patterns "
+                                          "(at most 256 characters and 2 repetitions, none nested; "
+                                          "docs/security.md#bounded-patterns-and-numbers)."},
         "rack_escalation": {"type": "dict",
                             "description": "Opt-in: take a whole rack out of NVLink placement when this many of its "
                                            "trays are unhealthy or missing; its other trays are quarantined as "

@@ -28,6 +28,7 @@ import json
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number_or_none
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import RetryableError, call_with_retries, paginate
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     NodeDataError,
@@ -36,6 +37,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     credential_problem,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
+
+# An hour: a longer pushback is no answer this run waits for (our backoff applies instead).
+MAX_PUSHBACK_MS = 3_600_000
 
 NAME = "nebius"
 METHOD = "/nebius.compute.v1.InstanceService/List"
@@ -252,7 +256,8 @@ def _pushback(request):
     try:
         for key, value in request.trailing_metadata_sync() or ():
             if key == "grpc-retry-pushback-ms":
-                return int(value) / 1000.0
+                milliseconds = whole_number_or_none(value, high=MAX_PUSHBACK_MS)
+                return None if milliseconds is None else milliseconds / 1000.0
     except Exception:  # pylint: disable=broad-exception-caught  # no trailers: our backoff applies
         pass
     return None

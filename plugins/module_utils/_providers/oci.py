@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import number_value
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
@@ -403,6 +404,8 @@ def _session_token(what, token, claims):
     expires = claims.get("exp") if isinstance(claims, dict) else None
     if isinstance(expires, bool) or not isinstance(expires, (int, float)):
         raise RemoteAPIError(f"{what}: the token (a JWT) has no numeric exp claim; it is not shown")
+    # JSON's NaN compares false with every time, and Infinity never expires.
+    expires = number_value(expires, f"{what}: the token's exp claim", high=2 ** 53, error=RemoteAPIError)
     if expires - TOKEN_JITTER <= time.time():
         raise RemoteAPIError(f"{what}: the token has expired or expires within {TOKEN_JITTER} s (exp {expires:g})")
     if not isinstance(token, str) or credential_problem(token):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from urllib.parse import urljoin, urlsplit
 
@@ -20,6 +19,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline 
     remaining_time,
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number_or_none
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import RemoteAPIError, TopologyError, clip, credential_problem
 
 try:
@@ -324,11 +324,8 @@ def retry_after_seconds(value):
     """A Retry-After value in seconds; None when absent or an HTTP date (our backoff applies)."""
     if value is None:
         return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return None
-    return seconds if math.isfinite(seconds) else None
+    seconds = whole_number_or_none(value.strip() if isinstance(value, str) else value)  # RFC 9110: 1*DIGIT
+    return None if seconds is None else float(seconds)
 
 
 def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep):

@@ -51,6 +51,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base import co
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, LocalFileError
 from ansible_collections.aifactory.topology.plugins.module_utils._base.input_file import file_kind
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number_or_none
 
 TEMP_MARK = ".aifactory-topology."
 LOCK_WAIT_SECONDS = 300.0
@@ -277,7 +278,8 @@ def remove_stale_temp_files(dest, now=None):
             info = os.lstat(path)
             if not stat.S_ISREG(info.st_mode):
                 continue
-            mine_and_dead = writer_host == host and pid_text.isdigit() and not _alive(int(pid_text))
+            pid = whole_number_or_none(pid_text, low=1, high=2 ** 31)
+            mine_and_dead = writer_host == host and pid is not None and not _alive(pid)
             if mine_and_dead or now - info.st_mtime > STALE_TEMP_SECONDS:
                 os.unlink(path)
                 removed.append(path)

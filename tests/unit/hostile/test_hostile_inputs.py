@@ -106,7 +106,7 @@ def test_an_hca_description_with_a_hostlist_quarantines_that_hca_naming_the_line
 
 @pytest.mark.parametrize("option, value, message", [
     ("no_topology_switch", "nt\nSwitchName=x", "no_topology_switch: 'nt\\\\nSwitchName=x' contains white space"),
-    ("block_name_pattern", {"regexp": "(", "format": "x"}, "block_name_pattern.regexp is not a valid regular expression"),
+    ("block_name_pattern", {"regexp": "(", "format": "x"}, "block_name_pattern.regexp: .* is not a regular expression"),
     ("block_name_pattern", {"regexp": "n(\\d)", "format": "$7"}, "block_name_pattern.format .* does not fit the regexp"),
     ("block_name_pattern", {"regexp": "n(\\d)", "format": "b $1"}, "contains white space"),
     ("block_name_pattern", {"regexp": "n(\\d)", "format": "b,$1"}, "contains ','"),
