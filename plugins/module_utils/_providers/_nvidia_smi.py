@@ -162,6 +162,10 @@ def _csv_records(node, lines, fields):
         cells = [cell.strip() for cell in numbered[0][1].split(",")]
         # A header (--format=csv): property names, among them ours; read by name.
         if all(_FIELD_NAME.fullmatch(cell) for cell in cells) and set(cells) & set(FIELDS):
+            twice = sorted({cell for cell in cells if cells.count(cell) > 1})
+            if twice:  # which column holds the value is the node's guess; none is taken
+                raise NodeDataError(f"{_where(node, numbered[0][0])}: the header names {', '.join(twice)} more than "
+                                    "once; which column holds the value cannot be told")
             fields = tuple(cells)
             numbered = numbered[1:]
     records = []
@@ -280,6 +284,10 @@ def _health_problem(node, where, record, in_fabric):
     return None
 
 
+_UNREADABLE = {"\ufffd": "U+FFFD (what is left of bytes that were not UTF-8)",
+               "\ufffc": "U+FFFC (an object replacement character)"}
+
+
 def _location(node, records):
     """The tray's place, the same on each GPU that reports it (module ids differ: the GPU within the node)."""
     found, first = {}, {}
@@ -292,7 +300,9 @@ def _location(node, records):
                 value = whole_number(value, f"{_where(node, where)}: {field}", high=MAX_PLATFORM_NUMBER,
                                      error=NodeDataError)
             elif key == "chassis_serial_number":
-                problem = name_problem(value)
+                # A replacement character is what a lenient decoder left of other bytes: no rack's name.
+                problem = name_problem(value) or next((f"{clip(value)} holds {_UNREADABLE[char]}, so it names no rack"
+                                                       for char in value if char in _UNREADABLE), None)
                 if problem or len(value) > MAX_SERIAL_LENGTH:
                     raise NodeDataError(f"{_where(node, where)}: {field}: "
                                         f"{problem or f'is longer than {MAX_SERIAL_LENGTH} characters'}")
@@ -638,7 +648,10 @@ def _report_names(racks, pattern, warn):
         named = {}
         for tray in rack["trays"]:
             match = pattern.fullmatch(tray["node"])
-            if match is not None and match.group("rack") is not None:
+            if match is not None and match.group("rack") == "":
+                warn(f"{tray['node']}: the name gives an empty rack (the group rack of accelerator.rack_from_name "
+                     "matches nothing in it), so it is not compared with the hardware's rack")
+            elif match is not None and match.group("rack") is not None:
                 named.setdefault(match.group("rack"), []).append(tray["node"])
         if len(named) < 2:
             continue
