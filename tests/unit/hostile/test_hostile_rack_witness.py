@@ -233,3 +233,23 @@ def test_fuzz_rack_grouping_and_escalation(claims, rack_trays, escalate, named):
     for rack in topology.racks():  # what is left: every place claimed once, no rack far above its trays
         places = [(tray.get("slot_number"), tray["tray_index"]) for tray in rack["trays"] if "tray_index" in tray]
         assert len(places) == len(set(places))
+
+
+FIELD_TEXT = st.one_of(st.sampled_from(["0", "17", "18", "255", "256", "²", "9" * 5000, "", "N/A", "[N/A]", "-1"]),
+                       st.text(st.characters(exclude_categories=["Cs"], exclude_characters=",\n"), max_size=12))
+
+
+@given(st.lists(st.tuples(st.sampled_from([CHASSIS, "999", "x\ufffd", ""]), FIELD_TEXT, FIELD_TEXT,
+                          st.sampled_from(["Full", "Degraded"])), min_size=1, max_size=24),
+       st.sampled_from([1, 4, 18]), st.booleans())
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_fuzz_claims_through_the_nvidia_smi_reader(claims, rack_trays, named):
+    """Each node's own text claims a place and a state: every node ends mapped or quarantined by name."""
+    outputs = {}
+    for number, (serial, slot, tray, bandwidth) in enumerate(claims):
+        gpus = shapes.tray("gb200", gpus=1, chassis=serial, fabric__health__bandwidth=bandwidth)
+        gpus[0].update({"platform.slot_number": slot, "platform.tray_index": tray})
+        outputs[f"gb-{'ab'[number % 2]}{number}"] = gpus
+    topology, _warnings = run(outputs, rack_trays=rack_trays, escalation={"trays": 1},
+                              rack_from_name=NAMED if named else None)
+    assert set(topology.nodes) | set(topology.quarantined) == set(outputs)
