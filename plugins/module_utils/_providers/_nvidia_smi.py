@@ -50,7 +50,7 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
     TopologyError,
     clip,
 )
-from ansible_collections.aifactory.topology.plugins.module_utils._model import PLACE_REFUSED, name_problem, rack_name
+from ansible_collections.aifactory.topology.plugins.module_utils._model import name_problem, rack_name
 
 FABRIC_FIELDS = ("fabric.clusterUuid", "fabric.cliqueId", "fabric.state", "fabric.status")
 # The health rows and the value that is healthy; any other value but "not reported" is a fault.
@@ -529,7 +529,8 @@ def refuse_false_places(topology, warn):
                 else "") + f"{', '.join(sorted(refused, key=hostlist.natural_key))} counted in no rack")
         for node in refused:
             others = ", ".join(other for other in nodes if other != node)
-            topology.refuse_place(node, f"{node} claims {place}, which {others} also claim{'s' if len(nodes) == 2 else ''}")
+            verb = "claims" if len(nodes) == 2 else "claim"
+            topology.refuse_place(node, f"{node} claims {place}, which {others} also {verb}")
         doubted.add((domain, serial))
     limit = topology.rack_trays
     for rack in topology.racks() if limit else []:
