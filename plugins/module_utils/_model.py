@@ -88,6 +88,10 @@ class Topology:
         # tray out of the map still sits in its rack. ``rack_trays``: how many trays a full rack has.
         self.locations: dict[str, dict] = {}
         self.rack_trays: int | None = None
+        # Trays whose place a source other than the node itself gave (node -> that source, e.g. NMX): the
+        # witness rule (docs/security.md) lets only such places take a rack out. Not in the compact form.
+        self.witnessed_places: dict[str, str] = {}
+        self.refused_places: set[str] = set()  # trays whose claimed place no rack view counts
         # Which switch each HCA of a node is cabled to (node -> {HCA name: switch name}), where a provider sees
         # the cables (infiniband): the rail check of the cabling comparison reads it. Not in the compact form.
         self.hca_switches: dict[str, dict[str, str]] = {}
@@ -146,14 +150,46 @@ class Topology:
 
     # -- where each tray is --------------------------------------------------------------
 
-    def locate(self, node, location, domain=None):
+    def locate(self, node, location, domain=None, witness=None):
         """Record where the hardware says ``node`` is (its chassis serial number, slot, tray index, host
-        id, peer type) and, for a tray that may be quarantined, the NVLink domain it reported."""
+        id, peer type) and, for a tray that may be quarantined, the NVLink domain it reported.
+
+        ``witness`` names a source other than the node itself (NMX); a place the node then reports about
+        itself must agree with the witnessed one on chassis, slot and tray, or NodeDataError names both."""
         place = {key: location[key] for key in LOCATION_KEYS if location.get(key) not in (None, "")}
         if domain:
             place["domain"] = domain
-        if place:
-            self.locations[node] = place
+        if not place:
+            return
+        known = self.locations.get(node)
+        if witness is None and node in self.witnessed_places and known is not None:
+            differ = [key for key in PLACE_KEYS if key in place and key in known and place[key] != known[key]]
+            if differ:
+                raise NodeDataError(
+                    f"{node} reports " + ", ".join(f"{key} {clip(place[key])}" for key in differ)
+                    + f", but {self.witnessed_places[node]} places it at "
+                    + ", ".join(f"{key} {clip(known[key])}" for key in differ))
+            place = {**known, **place}
+        elif witness is not None:
+            self.witnessed_places[node] = witness
+        self.locations[node] = place
+
+    def refuse_place(self, node, reason):
+        """A tray whose claimed place is not believed: in no rack view, quarantined as invalid by name."""
+        self.refused_places.add(node)
+        self.quarantine(node, PLACE_REFUSED, reason)
+
+    def place_claims(self):
+        """Trays that claim one place (domain, chassis serial number, slot, tray index) another tray also
+        claims: ``{(domain, serial, slot, tray): [nodes]}``, only places with two claimants or more."""
+        claims = {}
+        for node, place in self.locations.items():
+            if not place.get("chassis_serial_number") or "tray_index" not in place:
+                continue
+            domain = self.nodes[node].domain if node in self.nodes else place.get("domain")
+            key = (domain, place["chassis_serial_number"], place.get("slot_number"), place["tray_index"])
+            claims.setdefault(key, []).append(node)
+        return {key: nodes for key, nodes in claims.items() if len(nodes) > 1}
 
     def racks(self):
         """Every rack the hardware names: one per (NVLink domain, chassis serial number), since several
@@ -165,10 +201,11 @@ class Topology:
         """
         states = {record.node: ("unhealthy" if record.unhealthy else "invalid")
                   for record in self.quarantined.values() if record.node is not None}
+        refused = self.refused_places
         groups, unplaced = {}, []
         for node, place in self.locations.items():
             serial = place.get("chassis_serial_number")
-            if not serial or (node not in self.nodes and node not in states):
+            if not serial or (node not in self.nodes and node not in states) or node in refused:
                 continue
             domain = self.nodes[node].domain if node in self.nodes else place.get("domain")
             tray = {"node": node, **{key: place[key] for key in ("slot_number", "tray_index", "host_id")
@@ -582,6 +619,10 @@ def quarantine_warning(topology, records=None):
 FORBIDDEN_NAME_CHARACTERS = ",[]=#\"'\\"
 # The place of a tray, as nvidia-smi's platform fields and NMX's LocationInfo give it.
 LOCATION_KEYS = ("chassis_serial_number", "slot_number", "tray_index", "host_id", "peer_type")
+# What makes a tray's place: a node's claim must agree with a witness on these.
+PLACE_KEYS = ("chassis_serial_number", "slot_number", "tray_index")
+# Quarantine source of a tray whose place is not believed (claimed twice, beyond its rack).
+PLACE_REFUSED = "tray_place"
 MAX_RACK_TRAYS = 255
 MAX_REPORTED_RACKS = 1000
 MAX_NAME_LENGTH = 253  # a DNS name; longer is never a host, switch or rack name

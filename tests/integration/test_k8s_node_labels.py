@@ -285,7 +285,9 @@ def test_an_escalated_rack_is_tainted_whole_with_one_reason_and_untainted_when_i
         return {node: shapes.csv(gpus) for node, gpus in trays.items()}
 
     def args(changes):
-        accelerator = {"source": "nvidia_smi", "nvidia_smi": outputs(changes), "rack_escalation": {"trays": 2}}
+        # The operator's names witness the rack (the witness rule, docs/security.md).
+        accelerator = {"source": "nvidia_smi", "nvidia_smi": outputs(changes), "rack_escalation": {"trays": 2},
+                       "rack_from_name": f"{prefix}-r(?P<rack>[0-9]+)-n[0-9]+"}
         params = dict(gb200(prefix, racks=2), accelerator=accelerator)
         return labels_args(k8s, test_id, params, taint_unhealthy=True, max_node_loss=60)
 

@@ -3,9 +3,9 @@
 Three GB200 NVL72 racks of 18 trays answer nvidia-smi's one query in the exact shape a 580 driver
 prints it (tests/nvidia_smi_shapes.py); in the second rack two trays are unhealthy (one still
 registering, one with a degraded NVLink bandwidth). Without escalation that rack keeps 16
-schedulable trays and a 16-node segment may land there; with ``rack_escalation: {trays: 2}`` the
-whole rack leaves its block and slurmctld places a multi-node ``--segment`` job on the other racks
-only, and cannot place one that needs all three. Every node stays in slurm.conf, as on a real
+schedulable trays and a 16-node segment may land there; with ``rack_escalation: {trays: 2}`` (and the
+names witnessing the rack, ``rack_from_name``) the whole rack leaves its block and slurmctld places a
+multi-node ``--segment`` job on the other racks only, and cannot place one that needs all three. Every node stays in slurm.conf, as on a real
 cluster: only the topology moves them.
 """
 
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slurm
 UUIDS = ["4b1d9c3e-7a25-4f60-9e8b-d2c5a7f01e36", "0c9e7d2a-5f41-4b8e-a3d6-71e2f0c4b958",
          "7e2a9f10-3c4d-4b5e-8f60-1a2b3c4d5e6f"]
 BAD = {4: {"fabric__state": "In Progress"}, 9: {"fabric__health__bandwidth": "Degraded"}}
+NAMED = "gb200-r(?P<rack>[0-9]+)-n[0-9]+"
 
 
 def cluster():
@@ -68,7 +69,8 @@ def test_without_escalation_the_degraded_rack_still_takes_a_16_node_segment(slur
 
 
 def test_an_escalated_rack_is_avoided_by_a_multi_node_segment_job(slurm_root):
-    topology, warnings = discovered(rack_escalation={"trays": 2})
+    # The operator's names witness the rack (docs/security.md, the witness rule): without them it is only reported.
+    topology, warnings = discovered(rack_escalation={"trays": 2}, rack_from_name=NAMED)
     record = topology.quarantined["gb200-r02-n01"]
     assert record.unhealthy and record.reason == (
         f"rack {UUIDS[1]}.32766 (chassis 1821124000102) is taken out of NVLink placement: 2 of 18 trays are "
@@ -85,5 +87,5 @@ def test_an_escalated_rack_is_avoided_by_a_multi_node_segment_job(slurm_root):
                                                  slot=10 + index, tray=index))
                     for index, node in ((4, "gb200-r02-n05"), (9, "gb200-r02-n10"))})
     recovered = discover("inventory", {"hosts": {node: {} for node in healthy}, "accelerator": {
-        "nvidia_smi": healthy, "rack_escalation": {"trays": 2}}})
+        "nvidia_smi": healthy, "rack_escalation": {"trays": 2}, "rack_from_name": NAMED}})
     assert not recovered.quarantined and len(recovered.nodes) == 54

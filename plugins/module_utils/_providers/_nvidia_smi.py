@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
-from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import whole_number
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import number_value, whole_number
 from ansible_collections.aifactory.topology.plugins.module_utils._base.patterns import compile_search_pattern
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._gathered import command_output
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
@@ -163,6 +163,10 @@ def _csv_records(node, lines, fields):
         cells = [cell.strip() for cell in numbered[0][1].split(",")]
         # A header (--format=csv): property names, among them ours; read by name.
         if all(_FIELD_NAME.fullmatch(cell) for cell in cells) and set(cells) & set(FIELDS):
+            twice = sorted({cell for cell in cells if cells.count(cell) > 1})
+            if twice:  # which column holds the value is the node's guess; none is taken
+                raise NodeDataError(f"{_where(node, numbered[0][0])}: the header names {', '.join(twice)} more than "
+                                    "once; which column holds the value cannot be told")
             fields = tuple(cells)
             numbered = numbered[1:]
     records = []
@@ -282,6 +286,10 @@ def _health_problem(node, where, record, in_fabric):
     return None
 
 
+_UNREADABLE = {"\ufffd": "U+FFFD (what is left of bytes that were not UTF-8)",
+               "\ufffc": "U+FFFC (an object replacement character)"}
+
+
 def _location(node, records):
     """The tray's place, the same on each GPU that reports it (module ids differ: the GPU within the node)."""
     found, first = {}, {}
@@ -294,7 +302,9 @@ def _location(node, records):
                 value = whole_number(value, f"{_where(node, where)}: {field}", high=MAX_PLATFORM_NUMBER,
                                      error=NodeDataError)
             elif key == "chassis_serial_number":
-                problem = name_problem(value)
+                # A replacement character is what a lenient decoder left of other bytes: no rack's name.
+                problem = name_problem(value) or next((f"{clip(value)} holds {_UNREADABLE[char]}, so it names no rack"
+                                                       for char in value if char in _UNREADABLE), None)
                 if problem or len(value) > MAX_SERIAL_LENGTH:
                     raise NodeDataError(f"{_where(node, where)}: {field}: "
                                         f"{problem or f'is longer than {MAX_SERIAL_LENGTH} characters'}")
@@ -494,38 +504,114 @@ def apply_nvidia_smi_domains(topology, outputs, warn=None, require_domain=None, 
              f"and get no switch: {hostlist.compress(added)}")
     _report_contradictions(topology, declared, warn)
     topology.rack_trays = rack_trays or topology.rack_trays
+    doubted = refuse_false_places(topology, warn) if topology.locations else set()
     # One rack view for both: the names read no tray's state, and escalation reads the states as they were.
     racks = topology.racks() if topology.locations and (rack_from_name is not None or escalation) else []
     if rack_from_name is not None:
         _report_names(racks, rack_from_name, warn)
     if escalation:
-        escalate_racks(topology, escalation, racks)
+        escalate_racks(topology, escalation, racks, rack_from_name, warn, doubted)
     return topology
 
 
-def escalate_racks(topology, escalation, racks):
+def refuse_false_places(topology, warn):
+    """A tray's place is the node's own word: two trays claiming one place (domain, chassis, slot, tray), or
+    a tray beyond a rack that reports more trays than ``rack_trays``, are named in a warning and refused
+    (quarantined as invalid, in no rack view), unless NMX witnessed the place. Returns the racks
+    (domain, serial) that had a claim refused: their missing trays are no evidence for escalation."""
+    doubted = set()
+    for (domain, serial, slot, index), nodes in sorted(topology.place_claims().items(), key=lambda item: str(item[0])):
+        place = (f"chassis {serial}" + (f" slot {slot}" if slot is not None else "") + f" tray {index}"
+                 + (f" of NVLink domain {domain}" if domain else ""))
+        witnessed = [node for node in nodes if node in topology.witnessed_places]
+        refused = [node for node in nodes if node not in witnessed] if len(witnessed) == 1 else nodes
+        nodes = sorted(nodes, key=hostlist.natural_key)
+        warn(f"{len(nodes)} trays claim one place, {place}: {', '.join(nodes)}; "
+             + (f"{topology.witnessed_places[witnessed[0]]} places {witnessed[0]} there, " if len(witnessed) == 1
+                else "") + f"{', '.join(sorted(refused, key=hostlist.natural_key))} counted in no rack")
+        for node in refused:
+            others = ", ".join(other for other in nodes if other != node)
+            verb = "claims" if len(nodes) == 2 else "claim"
+            topology.refuse_place(node, f"{node} claims {place}, which {others} also {verb}")
+        doubted.add((domain, serial))
+    limit = topology.rack_trays
+    for rack in topology.racks() if limit else []:
+        if len(rack["trays"]) <= limit:
+            continue
+        # Which claims are false is unknown; tray indices no full rack has are, so those go.
+        beyond = [tray["node"] for tray in rack["trays"] if tray.get("tray_index", 0) > limit
+                  and tray["node"] not in topology.witnessed_places]
+        warn(f"rack {rack_name(rack)} reports {len(rack['trays'])} trays, more than its {limit}: "
+             + (f"{hostlist.compress(beyond)} (tray indices above {limit}) counted in no rack" if beyond
+                else "no tray refused"))
+        for node in beyond:
+            topology.refuse_place(node, f"{node} claims a tray index above {limit} in rack {rack_name(rack)}, "
+                                        f"which reports {len(rack['trays'])} trays")
+        doubted.add((rack["domain"], rack["chassis_serial_number"]))
+    return doubted
+
+
+def escalate_racks(topology, escalation, racks, rack_from_name=None, warn=None, doubted=()):
     """Take every rack with at least ``escalation.trays`` (or ``share`` percent of its trays) unhealthy or
     missing out of NVLink placement: its remaining trays are quarantined as unhealthy, with one reason
     naming the rack, the count and the trays, so the block holds none of them, the opt-in drain and
     taint act on them, and the shrink guard counts them. The next run without the fault restores them.
-    ``racks`` is ``topology.racks()``, computed once by the caller."""
+    Trays quarantined as invalid are no evidence. ``racks`` is ``topology.racks()``, computed once.
+
+    The witness rule (docs/security.md): a tray's place and state are its own word, so only unhealthy
+    trays whose place an independent witness gives (NMX, or ``rack_from_name``: the operator's name puts
+    the tray in the rack its healthy trays' names give), and missing trays of a rack with no refused
+    claim, count toward acting; a rack that reaches the threshold only with unwitnessed claims is named
+    in a warning with its claimants and left in placement."""
+    warn = warn or (lambda message: None)
     for rack in racks:
         if rack["domain"] is None:
             continue
-        bad = [tray for tray in rack["trays"] if tray["state"] != "ok"]
+        bad = [tray for tray in rack["trays"] if tray["state"] == "unhealthy"]
         expected = rack["expected_trays"] or len(rack["trays"])
-        count = len(bad) + rack.get("unseen_trays", 0)
-        share = 100.0 * count / expected if expected else 0.0
-        if not count or not ((escalation.get("trays") and count >= escalation["trays"])
-                             or (escalation.get("share") is not None and share >= escalation["share"])):
+        unseen = rack.get("unseen_trays", 0)
+        if not _reaches(escalation, len(bad) + unseen, expected):
             continue
         named = sorted([tray.get("tray_index", tray["node"]) for tray in bad] + rack["missing_trays"],
                        key=lambda item: hostlist.natural_key(str(item)))
-        reason = (f"rack {rack_name(rack)} is taken out of NVLink placement: {count} of {expected} trays are "
-                  f"unhealthy or missing (trays {','.join(map(str, named))})")
-        for tray in rack["trays"]:
-            if tray["state"] == "ok":
-                topology.quarantine(tray["node"], "rack_escalation", reason, unhealthy=True)
+        healthy = [tray["node"] for tray in rack["trays"] if tray["state"] == "ok"]
+        vouched = [tray for tray in bad if _witnessed(topology, tray["node"], rack, rack_from_name)]
+        trusted_unseen = 0 if (rack["domain"], rack["chassis_serial_number"]) in doubted else unseen
+        count = len(vouched) + trusted_unseen
+        if healthy and not _reaches(escalation, count, expected):
+            claimants = sorted((tray["node"] for tray in bad if tray not in vouched), key=hostlist.natural_key)
+            warn(f"rack {rack_name(rack)} is not taken out of NVLink placement, though {len(bad) + unseen} of "
+                 f"{expected} trays are unhealthy or missing: {len(healthy)} of its trays report healthy and no "
+                 f"independent witness (NMX, the rack a name gives) agrees with the claims of "
+                 f"{', '.join(claimants) or 'the trays that report nothing'}")
+            continue
+        reason = (f"rack {rack_name(rack)} is taken out of NVLink placement: {len(bad) + unseen} of {expected} "
+                  f"trays are unhealthy or missing (trays {','.join(map(str, named))})")
+        for node in healthy:
+            topology.quarantine(node, "rack_escalation", reason, unhealthy=True)
+
+
+def _reaches(escalation, count, expected):
+    share = 100.0 * count / expected if expected else 0.0
+    return bool(count) and bool((escalation.get("trays") and count >= escalation["trays"])
+                                or (escalation.get("share") is not None and share >= escalation["share"]))
+
+
+def _witnessed(topology, node, rack, pattern):
+    """Whether a source other than ``node`` itself puts it in ``rack``: NMX gave its place, or its name
+    (the operator's) gives the rack most of the rack's healthy trays' names give."""
+    if node in topology.witnessed_places:
+        return True
+    if pattern is None:
+        return False
+    names = {}
+    for tray in rack["trays"]:
+        if tray["state"] == "ok":
+            match = pattern.fullmatch(tray["node"])
+            if match is not None and match.group("rack"):
+                names[match.group("rack")] = names.get(match.group("rack"), 0) + 1
+    match = pattern.fullmatch(node)
+    return bool(names) and match is not None and match.group("rack") == max(names, key=lambda name: (names[name], name))
 
 
 def _locate(topology, node, facts, where):
@@ -565,7 +651,10 @@ def _report_names(racks, pattern, warn):
         named = {}
         for tray in rack["trays"]:
             match = pattern.fullmatch(tray["node"])
-            if match is not None and match.group("rack") is not None:
+            if match is not None and match.group("rack") == "":
+                warn(f"{tray['node']}: the name gives an empty rack (the group rack of accelerator.rack_from_name "
+                     "matches nothing in it), so it is not compared with the hardware's rack")
+            elif match is not None and match.group("rack") is not None:
                 named.setdefault(match.group("rack"), []).append(tray["node"])
         if len(named) < 2:
             continue
@@ -584,11 +673,14 @@ def apply_accelerator(topology, spec, warn=None):
     if not 0 < (spec.get("rack_trays") or 18) <= 255:
         raise TopologyError(f"accelerator.rack_trays must be a number from 1 to 255, got {spec['rack_trays']}")
     escalation = spec.get("rack_escalation") or {}
-    if escalation.get("trays") is not None and escalation["trays"] < 1:
-        raise TopologyError(f"accelerator.rack_escalation.trays must be at least 1, got {escalation['trays']}")
-    if escalation.get("share") is not None and not 0 < escalation["share"] <= 100:
-        raise TopologyError("accelerator.rack_escalation.share must be a percentage above 0 and at most 100, got "
-                            f"{escalation['share']}")
+    if escalation.get("trays") is not None:
+        # number_value refuses a boolean: ``trays: true`` is no count of trays.
+        number_value(escalation["trays"], "accelerator.rack_escalation.trays", 1, 255, integer=True)
+    if escalation.get("share") is not None:
+        number_value(escalation["share"], "accelerator.rack_escalation.share", 0, 100)
+        if not escalation["share"] > 0:
+            raise TopologyError("accelerator.rack_escalation.share must be a percentage above 0 and at most 100, "
+                                f"got {escalation['share']}")
     if escalation and escalation.get("trays") is None and escalation.get("share") is None:
         raise TopologyError("accelerator.rack_escalation needs trays or share")
     pattern = None

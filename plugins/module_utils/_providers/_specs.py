@@ -66,9 +66,14 @@ ACCELERATOR = {
                                            "trays are unhealthy or missing; its other trays are quarantined as "
                                            "unhealthy with one reason naming the rack, the count and the trays (so "
                                            "its block holds no nodes, and the opt-in drain and taint act on them), "
-                                           "within the shrink guard; the next run without the fault restores them.",
+                                           "within the shrink guard; the next run without the fault restores them. "
+                                           "Trays quarantined as invalid never count, and a rack with healthy trays "
+                                           "is only reported unless a witness other than the trays (NMX, "
+                                           "`rack_from_name`) agrees: the witness rule, docs/security.md.",
                             "options": {
-                                "trays": {"type": "int", "description": "A count of bad trays."},
+                                "trays": {"type": "int",
+                                          "description": "A count of bad trays (a whole number from 1 to 255, "
+                                                         "not a boolean)."},
                                 "share": {"type": "float",
                                           "description": "A share of the rack's trays, in percent (of `rack_trays`)."},
                             }},

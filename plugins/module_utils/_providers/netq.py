@@ -223,7 +223,8 @@ def _add_nvlink_domains(topology, params, api_url, basic_auth, warn):
     for name, (place, where) in places.items():
         if name in topology.nodes:
             with topology.per_node(name, "netq"):
-                topology.locate(name, checked_location(name, place, f"{where}.LocationInfo"), domains.get(name))
+                topology.locate(name, checked_location(name, place, f"{where}.LocationInfo"), domains.get(name),
+                                witness="NMX")
     for name, reason in refused.items():
         if name in topology.nodes:
             topology.quarantine(name, "netq", reason)

@@ -59,8 +59,9 @@ def test_a_clique_that_contradicts_the_declared_domains_is_reported():
     topology.add_node("a1", domain="rack1")
     topology.add_node("b1", domain="rack2")
     warnings = []
-    apply_nvidia_smi_domains(topology, {"a1": shapes.csv(shapes.tray("gb200")), "b1": shapes.csv(shapes.tray("gb200"))},
-                             warnings.append)
+    # Two trays of one rack, at two places (one place claimed twice would be its own warning).
+    apply_nvidia_smi_domains(topology, {"a1": shapes.csv(shapes.tray("gb200", tray=0)),
+                                        "b1": shapes.csv(shapes.tray("gb200", tray=1))}, warnings.append)
     assert warnings == [f"NVLink domain {UUID}.32766 contradicts the provider's domains: its nodes are a1 in rack1; "
                         "b1 in rack2"]
 

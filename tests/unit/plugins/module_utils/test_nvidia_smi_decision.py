@@ -201,21 +201,31 @@ def test_a_quarantined_tray_stays_in_its_rack_and_an_escalated_rack_leaves_place
     rack_a = topology.summary()["racks"][0]
     assert rack_a["schedulable"] == 15 and rack_a["quarantined"] == ["gb-a04", "gb-a08"]
     assert rack_a["missing_trays"] == 1 and len(topology.nodes) == 15 + 18
-    # Opt-in: 3 bad trays (2 unhealthy, 1 missing) take the whole rack out; the other rack stays.
-    escalated = rack_discovery(nodes, rack_escalation={"trays": 3})
+    # Opt-in: 3 bad trays (2 unhealthy, 1 missing) take the whole rack out, where a witness (the rack the
+    # operator's names give) agrees; the other rack stays.
+    warnings = []
+    unwitnessed = rack_discovery(nodes, warnings, rack_escalation={"trays": 3})
+    assert len(unwitnessed.nodes) == 15 + 18 and warnings[0] == (
+        f"rack {UUID}.32766 (chassis 1821124000123) is not taken out of NVLink placement, though 3 of 18 trays are "
+        "unhealthy or missing: 15 of its trays report healthy and no independent witness (NMX, the rack a name "
+        "gives) agrees with the claims of gb-a04, gb-a08")
+    escalated = rack_discovery(nodes, rack_escalation={"trays": 3}, rack_from_name="gb-(?P<rack>[a-z])[0-9]+")
     assert sorted(escalated.nodes) == sorted(shapes.rack("gb-b", UUID, "x"))
     record = escalated.quarantined["gb-a01"]
     assert record.unhealthy and record.source == "rack_escalation"
     assert re.fullmatch(rf"rack {UUID}.32766 \(chassis 1821124000123\) is taken out of NVLink placement: 3 of 18 "
                         r"trays are unhealthy or missing \(trays 3,7,11\)", record.reason)
-    assert len(rack_discovery(nodes, rack_escalation={"share": 20.0}).nodes) == 18 + 15  # 3/18 is 16.7 %
-    assert len(rack_discovery(nodes, rack_escalation={"share": 16.0}).nodes) == 18
+    named = "gb-(?P<rack>[a-z])[0-9]+"
+    assert len(rack_discovery(nodes, rack_escalation={"share": 20.0}, rack_from_name=named).nodes) == 18 + 15  # 16.7 %
+    assert len(rack_discovery(nodes, rack_escalation={"share": 16.0}, rack_from_name=named).nodes) == 18
 
 
 def test_escalation_options_are_checked():
     nodes = shapes.rack("gb-a", UUID, "1821124000123", trays=2)
-    for escalation, message in (({}, "needs trays or share"), ({"trays": 0}, "trays must be at least 1"),
-                                ({"share": 120.0}, "share must be a percentage")):
+    for escalation, message in (({}, "needs trays or share"), ({"trays": 0}, "trays must be a whole number from 1 to 255, got 0"),
+                                ({"trays": True}, "trays must be a whole number from 1 to 255, got True"),
+                                ({"share": 120.0}, "share must be a number from 0 to 100, got 120.0"),
+                                ({"share": 0}, "share must be a percentage above 0")):
         with pytest.raises(TopologyError, match=message) as info:
             rack_discovery(nodes, rack_escalation=escalation)
         assert type(info.value).__name__ == "TopologyError"
