@@ -285,10 +285,13 @@ def read_applied(text) -> tuple[dict[str, str], str | None]:
 
 
 def domain_digest(plan, settings, revision) -> str:
-    """What a domain's files depend on, as one SHA-256: its members, nodes and addresses in order, each
-    member's IMEX settings as the controller sees them, and the revision of the role that renders them."""
+    """What a domain's trays must hold, as one SHA-256: its members, nodes and addresses in order, the
+    nodes_config.cfg text rendered from them, each member's IMEX settings as the controller sees them, and
+    ``revision``: the values of the role's defaults that shape config.cfg (never source text, so a comment
+    or a style fix visits no node)."""
     facts = {"format": STATE_FORMAT, "revision": revision, "nodes": plan["nodes"], "hosts": plan["hosts"],
-             "addresses": plan["addresses"], "settings": {host: settings.get(host) for host in plan["hosts"]}}
+             "addresses": plan["addresses"], "nodes_config": render_nodes_config(plan["addresses"]),
+             "settings": {host: settings.get(host) for host in plan["hosts"]}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
