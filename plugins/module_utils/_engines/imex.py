@@ -299,10 +299,13 @@ def read_applied(text) -> tuple[dict[str, str], str | None]:
 
 
 def domain_digest(plan, settings, revision) -> str:
-    """What a domain's files depend on, as one SHA-256: its members, nodes and addresses in order, each
-    member's IMEX settings as the controller sees them, and the revision of the role that renders them."""
+    """What a domain's trays must hold, as one SHA-256: its members, nodes and addresses in order, the
+    nodes_config.cfg text rendered from them, each member's IMEX settings as the controller sees them, and
+    ``revision``: the values of the role's defaults that shape config.cfg (never source text, so a comment
+    or a style fix visits no node)."""
     facts = {"format": STATE_FORMAT, "revision": revision, "nodes": plan["nodes"], "hosts": plan["hosts"],
-             "addresses": plan["addresses"], "settings": {host: settings.get(host) for host in plan["hosts"]}}
+             "addresses": plan["addresses"], "nodes_config": render_nodes_config(plan["addresses"]),
+             "settings": {host: settings.get(host) for host in plan["hosts"]}}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
@@ -359,3 +362,28 @@ def applied_after(before, fleet, reports) -> dict[str, str]:
         if entry["hosts"] and all(reports.get(host) == entry["addresses"] for host in entry["hosts"]):
             after[domain] = digest
     return after
+
+
+def merge_applied(current, read, after) -> tuple[dict[str, str], list[str]]:
+    """The applied state to write: ``current`` (the file as re-read under its lock) with this run's changes.
+
+    ``read``: the domains as this run read them when it planned; ``after``: what it would record. A domain
+    this run changes is taken only where ``current`` still holds what the run read (compare and swap);
+    where another run recorded it meanwhile, the two runs may have left its trays with either one's
+    files, so the domain is dropped (the next run visits it) and named in the conflicts. Domains this run
+    did not change keep what ``current`` holds (another run's record stays).
+    """
+    merged = dict(current)
+    conflicts = []
+    for domain in sorted(set(read) | set(after)):
+        if read.get(domain) == after.get(domain):
+            continue
+        if current.get(domain) == read.get(domain):
+            if domain in after:
+                merged[domain] = after[domain]
+            else:
+                merged.pop(domain, None)
+        elif current.get(domain) != after.get(domain):
+            merged.pop(domain, None)
+            conflicts.append(domain)
+    return merged, conflicts

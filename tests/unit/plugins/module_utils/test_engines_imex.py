@@ -269,3 +269,27 @@ def test_read_applied_treats_an_unusable_state_as_nothing_applied(text, domains,
     read, why = imex.read_applied(text)
     assert read == domains
     assert (why is None) if problem is None else why.startswith(problem)
+
+
+def test_domain_digest_follows_the_rendered_peer_list_not_the_source():
+    entry = fleet({})["plan"]["domains"]["rack01"]
+    digest = imex.domain_digest(entry, {}, "r1")
+    assert imex.domain_digest(dict(entry), {}, "r1") == digest
+    original = imex.render_nodes_config
+    try:
+        # A renderer that writes other text changes what the trays hold: every domain is visited.
+        imex.render_nodes_config = lambda addresses: "".join(f"{address} \n" for address in addresses)
+        assert imex.domain_digest(entry, {}, "r1") != digest
+    finally:
+        imex.render_nodes_config = original
+
+
+def test_role_revision_reads_values_never_source_text():
+    """A comment in the role or in the engine must not mark every domain changed (issue 41)."""
+    import pathlib
+    import yaml
+    role = pathlib.Path(__file__).resolve().parents[4] / "roles" / "imex"
+    expression = yaml.safe_load((role / "vars" / "main.yml").read_text())["imex__fleet_revision"]
+    assert ".py" not in expression
+    lookups = expression.count("lookup(")
+    assert lookups and expression.count("| from_yaml") == lookups
