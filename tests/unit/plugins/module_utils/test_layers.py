@@ -188,3 +188,32 @@ def test_the_event_source_guard_catches_a_provider_import(tmp_path):
     evil = tmp_path / "evil.py"
     evil.write_text(f"from {PREFIX}._providers.kubernetes_nodes import GPU_CLIQUE_LABEL\n", encoding="utf-8")
     assert event_source_violations(evil) == ["evil.py imports _providers.kubernetes_nodes (providers)"]
+
+
+def private_provider_imports(path: Path, root: Path = MODULE_UTILS) -> list:
+    """Imports of a provider's private helper (``_providers._x``) by ``path``, a file outside the providers."""
+    name = module_name(path, root)
+    if layer_of(name) == "providers":
+        return []
+    package = ".".join([PREFIX] + name.split(".")[:None if path.name == "__init__.py" else -1])
+    providers = f"{PREFIX}._providers."
+    return sorted({"_providers." + imported[len(providers):].split(".")[0] for imported in imported_modules(path.read_text(encoding="utf-8"), package)
+                   if imported.startswith(providers) and imported[len(providers):].startswith("_")})
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(MODULE_UTILS)))
+def test_no_other_layer_imports_a_private_provider_helper(path):
+    assert private_provider_imports(path) == []
+
+
+@pytest.mark.parametrize("statement", [
+    f"from {PREFIX}._providers import _node_facts",
+    f"from {PREFIX}._providers._nvidia_smi import QUERY",
+    "from .._providers import _specs",
+])
+def test_the_private_helper_check_catches_one(tmp_path, statement):
+    (tmp_path / "_orchestration").mkdir()
+    evil = tmp_path / "_orchestration" / "evil.py"
+    evil.write_text(f"from {PREFIX}._providers import node_facts\n{statement}\n", encoding="utf-8")
+    [found] = private_provider_imports(evil, tmp_path)
+    assert found.startswith("_providers._")
