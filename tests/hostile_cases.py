@@ -9,7 +9,7 @@ tests/integration/test_hostile_campaign.py shares: there every case is a test th
 unless it is decided as documented. This script prints each case's verdict, time and peak
 memory, then the table per class of docs/security.md.
 
-``python bench/hostile_cases.py [--limit 30] [--only TEXT] [--json FILE]``. Needs the collection
+``python tests/hostile_cases.py [--limit 30] [--only TEXT] [--json FILE]``. Needs the collection
 importable (as bench/run.py arranges) and, for the HTTP cases, nothing but 127.0.0.1; the cases
 that mount file systems, make device nodes or set chattr +i need root.
 """
