@@ -1,4 +1,4 @@
-"""A local HTTP server that misbehaves on purpose, for the hostile-input suite and bench/hostile_cases.py.
+"""A local HTTP server that misbehaves on purpose, for the hostile-input suite and tests/hostile_cases.py.
 
 It listens on 127.0.0.1 only and every fault is bounded in time (``MAX_FAULT_SECONDS``) and
 size, so a client that does not protect itself fails its test instead of hanging the run.

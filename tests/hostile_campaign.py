@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How a hostile case of docs/security.md is registered, run in its own process and judged.
 
-bench/hostile_cases.py registers the cases with ``@case(klass, name, expect, secret)`` and
+tests/hostile_cases.py registers the cases with ``@case(klass, name, expect, secret)`` and
 prints the campaign's table; tests/integration/test_hostile_campaign.py asserts each case. Both
 run a case with ``run_in_child(script, name, limit)``: ``python script --case NAME`` (the
 script calls ``run_case(name)``, which prints one JSON line: ``error`` with the message, ``ok``,

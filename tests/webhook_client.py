@@ -1,7 +1,7 @@
 """The regenerate endpoint's real ``main()`` on 127.0.0.1, and raw TLS clients of the same event loop.
 
 For the webhook's hostile tests (tests/unit/hostile/test_hostile_webhook.py) and the campaign's
-webhook cases (bench/hostile_cases.py). The clients run in the loop that serves them, so a client
+webhook cases (tests/hostile_cases.py). The clients run in the loop that serves them, so a client
 answered while another holds its connection shows that the server keeps serving the others.
 Every wait is bounded (``WAIT``) and ends on what the server does (an answer, a closed
 connection, its "listening" log line), never on the clock.

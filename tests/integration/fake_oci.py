@@ -10,6 +10,9 @@ Its playbook cases (``playbook_case`` and the credential forms) are what
 from __future__ import annotations
 
 import base64
+import datetime
+import hashlib
+import json
 import re
 import time
 
@@ -18,7 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization, hashes
 from cryptography.hazmat.primitives.asymmetric import rsa, padding
 
-from tests.integration.fake_apis import NO_WAIT, json_reply
+from tests.integration.fake_apis import NO_WAIT, json_reply, text_reply
 
 TENANCY = "ocid1.tenancy.oc1..aaaatenancy"
 USER = "ocid1.user.oc1..aaaauser"
@@ -183,3 +186,104 @@ def session_token_case(start_http, start_grpc, tmp_path):
 
 # Every credential form besides playbook_case's, for the -vvvv secret test (test_provider_creds_playbook.py).
 PLAYBOOK_FORMS = {"config-file-profile": config_file_case, "session-token": session_token_case}
+
+
+def _rsa_pem(key):
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+class InstanceMetadataAndAuth:
+    """The instance metadata service (``/opc/v2``) and the federation endpoint (``/v1/x509``) on 127.0.0.1.
+
+    The metadata service serves a leaf certificate naming the tenancy (``OU=opc-tenant:<ocid>``), its key, an
+    intermediate and the region, to ``Authorization: Bearer Oracle`` only. The federation endpoint checks the
+    SDK's request signature (key id ``<tenancy>/fed-x509/<SHA-1 fingerprint>`` by the leaf key, over the body
+    headers too) and that the certificate sent is the leaf, then returns a token for the session public key it
+    was sent; the API then accepts only ``ST$<token>`` signed by that session key.
+    """
+
+    def __init__(self):
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        span = datetime.timedelta(hours=1)
+        self.ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.leaf_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "PKISVC Identity Intermediate r2")])
+        self.intermediate = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+                             .public_key(self.ca_key.public_key()).serial_number(x509.random_serial_number())
+                             .not_valid_before(now - span).not_valid_after(now + span)
+                             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                             .sign(self.ca_key, hashes.SHA256()))
+        leaf_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ocid1.instance.oc1.phx.i1"),
+                               x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "opc-instance:ocid1.instance.i1"),
+                               x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, f"opc-tenant:{TENANCY}")])
+        self.leaf = (x509.CertificateBuilder().subject_name(leaf_name).issuer_name(ca_name)
+                     .public_key(self.leaf_key.public_key()).serial_number(x509.random_serial_number())
+                     .not_valid_before(now - span).not_valid_after(now + span).sign(self.ca_key, hashes.SHA256()))
+        self.session_public = None
+        self.token = jwt.encode({"sub": "ocid1.instance.i1", "res_tenant": TENANCY, "exp": int(time.time()) + 3600},
+                                "a test key that only the fake auth service would hold", algorithm="HS256")
+        self.api = lambda request: json_reply({"code": "NotAuthenticated", "message": "no session yet"}, status=401)
+        self.federation_reply = None
+
+    def pem(self, cert):
+        return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+    def __call__(self, request):
+        if request.path.startswith("/opc/v2/"):
+            if request.headers.get("authorization") != "Bearer Oracle":
+                return json_reply({"code": "NotAuthorized"}, status=401)
+            documents = {"/opc/v2/instance/region": "us-phoenix-1", "/opc/v2/identity/cert.pem": self.pem(self.leaf),
+                         "/opc/v2/identity/key.pem": _rsa_pem(self.leaf_key),
+                         "/opc/v2/identity/intermediate.pem": self.pem(self.intermediate)}
+            if request.path not in documents:
+                return json_reply({"code": "NotFound"}, status=404)
+            return text_reply(documents[request.path])
+        if request.path == "/v1/x509":
+            return self.federate(request)
+        return self.api(request)
+
+    def federate(self, request):
+        from cryptography.hazmat.primitives.hashes import SHA1
+
+        if self.federation_reply is not None:  # a hostile federation endpoint's answer
+            return self.federation_reply
+
+        fingerprint = ":".join(f"{byte:02X}" for byte in self.leaf.fingerprint(SHA1()))
+        problem = body_signature_problem(request, self.leaf_key, f"{TENANCY}/fed-x509/{fingerprint}")
+        if problem is None and request.headers.get("x-content-sha256") != base64.b64encode(
+                hashlib.sha256(request.body).digest()).decode():
+            problem = "x-content-sha256 is not the body's"
+        body = json.loads(request.body)
+        if problem is None and "".join(self.pem(self.leaf).splitlines()[1:-1]) != body.get("certificate"):
+            problem = "the certificate is not the instance's leaf"
+        if problem:
+            return json_reply({"code": "NotAuthenticated", "message": problem}, status=401)
+        self.session_public = serialization.load_pem_public_key(
+            f"-----BEGIN PUBLIC KEY-----\n{body['publicKey']}\n-----END PUBLIC KEY-----\n".encode())
+        self.api = make_route(key=PublicKeyHolder(self.session_public), key_id=f"ST${self.token}")
+        return json_reply({"token": self.token})
+
+
+class PublicKeyHolder:
+    """What signature_problem needs of a key: its public half."""
+
+    def __init__(self, public):
+        self._public = public
+
+    def public_key(self):
+        return self._public
+
+
+def body_signature_problem(request, key, key_id):
+    """signature_problem for a request with a body: the signed headers must cover the date, the target and the
+    body (``content-length content-type x-content-sha256``); the SDK's federation request leaves out ``host``."""
+    header = request.headers.get("authorization", "")
+    fields, names = _signature_fields(header)
+    required = {"date", "(request-target)", "content-length", "content-type", "x-content-sha256"}
+    if fields.get("keyId") != key_id or not required <= set(names):
+        return f"unexpected keyId or signed headers: {names}"
+    return _signature_mismatch(request, key, fields, names)

@@ -21,6 +21,8 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 
 FABRIC_PREFIX = "fabric.topograph.run/tier-"
 ACCELERATOR_LABEL = "accelerator.topograph.run/domain"
+# The Node label of NVIDIA's DRA driver and GPU feature discovery: <ClusterUUID>.<CliqueId> of the node's NVLink domain.
+GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 SUB_DOMAIN_LABEL = "accelerator.topograph.run/sub-domain"
 MAX_VALUE_LENGTH = 63
 # Node annotations of Topograph's Node Data Broker (k8s_node_annotations writes them from topology_facts):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base import labels as _labels
 from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import k8s_module
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import node_facts as _node_facts
 from ansible_collections.aifactory.topology.plugins.module_utils._base.k8s_desired import NodeEntries
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_nodes import check_desired_annotations, list_nodes
 from ansible_collections.aifactory.topology.plugins.module_utils._writers.k8s_reconcile import reconcile as write

@@ -82,9 +82,6 @@ def plan_drains(topology, scontrol, max_node_loss, force, warn):
 
 def run_drains(drains, scontrol, check_mode):
     """Send the planned drains and resumes (``plan_drains``); in check mode nothing is sent."""
-    # As in plan_drains: only a run that drains imports the drain engine (statically, for AnsiballZ).
-    from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel
-
     if not check_mode:
         # Imported where it is used (as plan_drains does): a run without drain_unhealthy never loads it.
         from ansible_collections.aifactory.topology.plugins.module_utils._engines import slurm_drain  # pylint: disable=import-outside-toplevel

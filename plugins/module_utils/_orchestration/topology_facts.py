@@ -8,7 +8,7 @@ import os
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import command as _command
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import CommandError, failing_cleanly
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import node_facts as _node_facts
 
 # A node's nvidia-smi answer is one CSV row per GPU (a few KB), its -q report some 60 KB; more is not an answer.
 MAX_NVIDIA_SMI_OUTPUT = 1024 * 1024

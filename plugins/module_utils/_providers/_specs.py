@@ -19,6 +19,7 @@ from collections import namedtuple
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import DEFAULT_DISCOVERY_TIMEOUT
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import GPU_CLIQUE_LABEL, INSTANCE_ANNOTATION
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import AUTH_OPTIONS, CONNECTION
 
 # module: the file in _providers/; function: its discover function; params, creds: ArgumentSpec objects;
@@ -26,8 +27,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_
 Provider = namedtuple("Provider", "module function params creds doc summary")
 
 SOURCES = ("nvidia_smi", "nvidia-smi", "none")
-GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
-INSTANCE_ANNOTATION = "topograph.run/instance"
 
 ACCELERATOR = {
     "type": "dict",

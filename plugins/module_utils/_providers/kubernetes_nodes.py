@@ -31,10 +31,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._transport impo
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.k8s_auth import CONNECTION
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, name_problem
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, TopologyError, clip
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import GPU_CLIQUE_LABEL, INSTANCE_ANNOTATION
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _specs
 
-GPU_CLIQUE_LABEL = _specs.GPU_CLIQUE_LABEL
-INSTANCE_ANNOTATION = _specs.INSTANCE_ANNOTATION
 PRESETS = _specs.NODE_LABEL_PRESETS
 ON_MISSING_LABEL = _specs.ON_MISSING_LABEL
 SWITCH_IDS = _specs.SWITCH_IDS

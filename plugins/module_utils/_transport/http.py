@@ -8,6 +8,8 @@ TLS verification turned off. Every provider that speaks HTTP goes through this c
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import hashlib
 import json
 import time
@@ -320,12 +322,32 @@ class RetryableError(Exception):
         self.delay = delay
 
 
-def retry_after_seconds(value):
-    """A Retry-After value in seconds; None when absent or an HTTP date (our backoff applies)."""
+# Longer than any delta-seconds or IMF-fixdate a server has a reason to send; a longer header is garbage.
+MAX_RETRY_AFTER_TEXT = 64
+
+
+def retry_after_seconds(value, now=time.time):
+    """A Retry-After value in seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3); None when absent or unreadable.
+
+    A date is counted from ``now()``; one in the past is 0 (retry now). The caller caps the wait (``max_retry_after``);
+    unreadable text (None) leaves our own backoff to apply.
+    """
     if value is None:
         return None
-    seconds = whole_number_or_none(value.strip() if isinstance(value, str) else value)  # RFC 9110: 1*DIGIT
-    return None if seconds is None else float(seconds)
+    text = str(value)
+    if len(text) > MAX_RETRY_AFTER_TEXT:
+        return None
+    text = text.strip()
+    seconds = whole_number_or_none(text)  # RFC 9110: delta-seconds = 1*DIGIT
+    if seconds is not None:
+        return float(seconds)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):  # what the parser raises on text that is no date
+        return None
+    if when.tzinfo is None:  # "-0000": a date in UTC with no zone named (RFC 5322)
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(when.timestamp() - now(), 0.0)
 
 
 def call_with_retries(attempt, what, *, attempts=5, backoff=0.5, max_retry_after=300.0, sleep=time.sleep):

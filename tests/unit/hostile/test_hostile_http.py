@@ -173,3 +173,45 @@ def test_an_sdk_session_is_held_to_the_credential_limits(faults, path, message):
     session = bound_session(requests.Session(), 2.0)
     with pytest.raises(HttpError, match=message):
         session.get(faults.url(path), timeout=(10, 60))
+
+
+# A clock at Fri, 31 Dec 1999 23:59:00 GMT for the Retry-After dates below.
+CLOCK = 946684740.0
+
+
+@pytest.mark.parametrize("value, seconds", [
+    ("Fri, 31 Dec 1999 23:59:59 GMT", 59.0),       # RFC 9110's own example
+    ("Fri, 31 Dec 1999 23:59:59 -0000", 59.0),     # RFC 5322 "UTC, zone unknown"
+    ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),        # in the past: retry now, never a negative wait
+    ("Fri, 31 Dec 1999 23:00:00 GMT", 0.0),
+    ("Fri, 31 Dec 9999 23:59:59 GMT", 253402300799.0 - CLOCK),  # far future: a number the cap bounds
+    ("garbage", None),
+    ("Fri, 32 Dec 1999 25:61:61 GMT", None),
+    ("Fri, 31 Dec 99999 23:59:59 GMT", None),     # past datetime's range
+    ("Fri, 31 Dec 1999 23:59:59 GMT" + " " * 64, None),
+    ("9" * 400, None),                              # longer than any real header
+    ("nan", None),
+    ("inf", None),
+    ("", None),
+    ("\x00\xff", None),
+])
+def test_a_retry_after_of_any_form_is_a_bounded_wait_or_none(value, seconds):
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import retry_after_seconds
+
+    assert retry_after_seconds(value, now=lambda: CLOCK) == seconds
+
+
+def test_a_far_future_retry_after_date_waits_no_longer_than_the_cap():
+    from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import (
+        RetryableError, call_with_retries, retry_after_seconds)
+
+    delays, tries = [], []
+
+    def attempt():
+        tries.append(1)
+        if len(tries) == 1:
+            raise RetryableError("HTTP 503", retry_after_seconds("Fri, 31 Dec 9999 23:59:59 GMT"))
+        return "ok"
+
+    assert call_with_retries(attempt, "List", attempts=2, max_retry_after=30.0, sleep=delays.append) == "ok"
+    assert delays == [30.0]

@@ -44,8 +44,7 @@ except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/a
 
 from ansible_collections.aifactory.topology.plugins.module_utils._transport import k8s as _k8s
 from ansible_collections.aifactory.topology.plugins.module_utils._events import k8s_watch as _k8s_watch
-from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import check_label_key
-from ansible_collections.aifactory.topology.plugins.module_utils._providers.kubernetes_nodes import GPU_CLIQUE_LABEL
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import GPU_CLIQUE_LABEL, check_label_key
 
 SOURCE = "aifactory.topology.k8s_nodes"
 LOG = logging.getLogger(SOURCE)

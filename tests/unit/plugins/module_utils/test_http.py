@@ -143,8 +143,9 @@ def test_call_with_retries_is_one_policy_for_any_client():
         call_with_retries(failing, "List", attempts=2, sleep=delays.append)
 
 
-def test_retry_after_seconds_reads_numbers_and_ignores_dates():
+def test_retry_after_seconds_reads_numbers_and_http_dates():
     from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import retry_after_seconds
 
     assert retry_after_seconds("7") == 7.0 and retry_after_seconds(None) is None
-    assert retry_after_seconds("Wed, 21 Oct 2026 07:28:00 GMT") is None
+    # RFC 9110's example date, counted from a clock 59 seconds before it
+    assert retry_after_seconds("Fri, 31 Dec 1999 23:59:59 GMT", now=lambda: 946684740.0) == 59.0

@@ -123,3 +123,97 @@ def test_the_check_catches_a_back_edge(tmp_path, statement):
 ])
 def test_the_check_passes_an_import_the_layer_may_make(tmp_path, statement):
     assert layer_violations(_engine_file(tmp_path, "legal", statement + "\n"), tmp_path) == []
+
+
+# Plugins outside module_utils: each may use only the layers below it. The inventory plugin runs on the
+# controller and must not reach the module layer (plugins/modules: AnsiballZ payloads with their own main()).
+COLLECTION = MODULE_UTILS.parents[1]
+COLLECTION_PREFIX = "ansible_collections.aifactory.topology"
+MODULES_PREFIX = f"{COLLECTION_PREFIX}.plugins.modules"
+# An event source runs in ansible-rulebook's loop: it watches and reports, it discovers nothing itself.
+EVENT_SOURCE_LAYERS = {"base", "transport", "events"}
+
+
+def imported_modules(source: str, package: str):
+    """Every module ``source`` (a module of ``package``) imports, by full name; ``from X import y`` gives X and X.y."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            yield module
+            yield from (f"{module}.{alias.name}" for alias in node.names)
+
+
+def module_layer_imports(path: Path, package: str) -> list:
+    return sorted({name for name in imported_modules(path.read_text(encoding="utf-8"), package)
+                   if name == MODULES_PREFIX or name.startswith(MODULES_PREFIX + ".")})
+
+
+def event_source_violations(path: Path) -> list:
+    return [f"{path.name} imports {name} ({layer_of(name)})"
+            for name in imported_module_utils(path.read_text(encoding="utf-8"), "eda_source")
+            if layer_of(name) not in EVENT_SOURCE_LAYERS]
+
+
+INVENTORY_PLUGINS = sorted((COLLECTION / "plugins" / "inventory").glob("*.py"))
+EVENT_SOURCES = sorted((COLLECTION / "extensions" / "eda" / "plugins" / "event_source").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", INVENTORY_PLUGINS, ids=lambda p: p.name)
+def test_the_inventory_plugin_does_not_import_the_module_layer(path):
+    assert module_layer_imports(path, f"{COLLECTION_PREFIX}.plugins.inventory") == []
+
+
+@pytest.mark.parametrize("statement", [
+    f"from {MODULES_PREFIX}.slurm_topology import main",
+    f"from {COLLECTION_PREFIX}.plugins.modules import slurm_topology",
+    f"from {COLLECTION_PREFIX}.plugins import modules",
+    f"import {MODULES_PREFIX}.topology_facts",
+    "from ..modules import slurm_topology",
+    "def lazily():\n    from ..modules.topology_facts import main\n",
+])
+def test_the_inventory_guard_catches_an_import_of_a_module(tmp_path, statement):
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"from {PREFIX}._model import Topology\n{statement}\n", encoding="utf-8")
+    assert module_layer_imports(evil, f"{COLLECTION_PREFIX}.plugins.inventory")
+
+
+@pytest.mark.parametrize("path", EVENT_SOURCES, ids=lambda p: p.name)
+def test_an_event_source_imports_no_provider_engine_or_writer(path):
+    assert event_source_violations(path) == []
+
+
+def test_the_event_source_guard_catches_a_provider_import(tmp_path):
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"from {PREFIX}._providers.kubernetes_nodes import GPU_CLIQUE_LABEL\n", encoding="utf-8")
+    assert event_source_violations(evil) == ["evil.py imports _providers.kubernetes_nodes (providers)"]
+
+
+def private_provider_imports(path: Path, root: Path = MODULE_UTILS) -> list:
+    """Imports of a provider's private helper (``_providers._x``) by ``path``, a file outside the providers."""
+    name = module_name(path, root)
+    if layer_of(name) == "providers":
+        return []
+    package = ".".join([PREFIX] + name.split(".")[:None if path.name == "__init__.py" else -1])
+    providers = f"{PREFIX}._providers."
+    return sorted({"_providers." + imported[len(providers):].split(".")[0] for imported in imported_modules(path.read_text(encoding="utf-8"), package)
+                   if imported.startswith(providers) and imported[len(providers):].startswith("_")})
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(MODULE_UTILS)))
+def test_no_other_layer_imports_a_private_provider_helper(path):
+    assert private_provider_imports(path) == []
+
+
+@pytest.mark.parametrize("statement", [
+    f"from {PREFIX}._providers import _node_facts",
+    f"from {PREFIX}._providers._nvidia_smi import QUERY",
+    "from .._providers import _specs",
+])
+def test_the_private_helper_check_catches_one(tmp_path, statement):
+    (tmp_path / "_orchestration").mkdir()
+    evil = tmp_path / "_orchestration" / "evil.py"
+    evil.write_text(f"from {PREFIX}._providers import node_facts\n{statement}\n", encoding="utf-8")
+    [found] = private_provider_imports(evil, tmp_path)
+    assert found.startswith("_providers._")

@@ -52,3 +52,19 @@ def test_a_run_on_a_model_or_simulation_imports_neither_asyncio_nor_the_k8s_tran
     assert not {"asyncio", f"{TRANSPORT}.k8s", f"{TRANSPORT}.http"} & modules
     assert f"{ENGINES}.slurm_drain" not in modules  # no drain_unhealthy: the drain engine is not loaded
     assert not sorted(name for name in modules if name.startswith("asyncio."))
+
+
+def test_run_drains_imports_the_drain_engine_once_and_sends_nothing_in_check_mode():
+    import ast
+    import inspect
+
+    from ansible_collections.aifactory.topology.plugins.module_utils._orchestration import slurm_topology as orchestration
+
+    imports = [node for node in ast.walk(ast.parse(inspect.getsource(orchestration.run_drains)))
+               if isinstance(node, ast.ImportFrom) and any(alias.name == "slurm_drain" for alias in node.names)]
+    assert len(imports) == 1
+    sent = []
+    orchestration.run_drains({"drained": ["n1"], "resumed": []}, sent.append, check_mode=True)
+    assert sent == []
+    orchestration.run_drains({"drained": ["n1"], "resumed": []}, sent.append, check_mode=False)
+    assert sent and "n1" in " ".join(map(str, sent[0]))

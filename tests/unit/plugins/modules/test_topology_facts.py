@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import node_facts as _node_facts
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi
 from ansible_collections.aifactory.topology.plugins.module_utils._model import Topology, TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._providers._nvidia_smi import apply_nvidia_smi_domains

@@ -9,7 +9,7 @@ tests/integration/test_hostile_campaign.py shares: there every case is a test th
 unless it is decided as documented. This script prints each case's verdict, time and peak
 memory, then the table per class of docs/security.md.
 
-``python bench/hostile_cases.py [--limit 30] [--only TEXT] [--json FILE]``. Needs the collection
+``python tests/hostile_cases.py [--limit 30] [--only TEXT] [--json FILE]``. Needs the collection
 importable (as bench/run.py arranges) and, for the HTTP cases, nothing but 127.0.0.1; the cases
 that mount file systems, make device nodes or set chattr +i need root.
 """
@@ -650,7 +650,7 @@ def hostile_case_webhook_token_newline(tmp):
 
 
 def _left_running(pidfile):
-    from tests.unit.plugins.module_utils.test_command import gone_or_zombie
+    from tests.unit.helpers import gone_or_zombie
     return not gone_or_zombie(int(pidfile.read_text()))
 
 
@@ -759,9 +759,8 @@ for fault in ("status", "drip", "huge"):
 
 def oci_metadata_then(fault):
     def run(tmp):
-        import importlib
-        oci_test = importlib.import_module("tests.integration.test_provider_oci")
-        metadata = fake_api(oci_test.InstanceMetadataAndAuth())
+        from tests.integration.fake_oci import InstanceMetadataAndAuth
+        metadata = fake_api(InstanceMetadataAndAuth())
         return with_faults(lambda server: oci_instance_principal(tmp, f"{metadata.url}/opc/v2", server.url(fault)))
     return run
 
