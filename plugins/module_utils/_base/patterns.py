@@ -158,6 +158,8 @@ def compile_pattern(pattern, where):
     problem = _walk(parsed, False, counts)
     if problem is None and counts[0] > MAX_REPEATS:
         problem = f"more than {MAX_REPEATS} repetitions (*, +, {{m,n}}) are not allowed"
+    if problem is None and line_crossing_problem(pattern) is not None:  # an operator's (?m) is held to the line rule
+        problem = "under (?m) a repetition that can match a line break (such as \\s*) is not allowed"
     if problem:
         raise TopologyError(f"{where}: {clip(pattern)}: {problem}")
     return compiled

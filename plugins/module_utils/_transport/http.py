@@ -334,7 +334,9 @@ def retry_after_seconds(value, now=time.time):
     """
     if value is None:
         return None
-    text = str(value)
+    if not isinstance(value, str):  # a header value is text; anything else is no delay we can trust
+        return None
+    text = value
     if len(text) > MAX_RETRY_AFTER_TEXT:
         return None
     text = text.strip()

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import NodeDataError, RemoteAPIError
-from ansible_collections.aifactory.topology.plugins.module_utils._providers import _node_facts, _nvidia_smi, nebius, oci
+from ansible_collections.aifactory.topology.plugins.module_utils._providers import _nvidia_smi, nebius, node_facts, oci
 from ansible_collections.aifactory.topology.plugins.module_utils._transport.http import retry_after_seconds
 from ansible_collections.aifactory.topology.plugins.module_utils._writers import file as file_writer
 
@@ -38,7 +38,7 @@ def test_port_directories_named_by_hostile_digits_stay_names(tmp_path):
     ports = tmp_path / "class" / "infiniband" / "mlx5_0" / "ports"
     for name in ("1", "²", "٣", "9" * 200):
         (ports / name).mkdir(parents=True)
-    hcas = _node_facts.infiniband_hcas(str(tmp_path))
+    hcas = node_facts.infiniband_hcas(str(tmp_path))
     assert sorted(map(str, (port["port"] for port in hcas[0]["ports"]))) == sorted(["1", "²", "٣", "9" * 200])
     assert 1 in [port["port"] for port in hcas[0]["ports"]]
 

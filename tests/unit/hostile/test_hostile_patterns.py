@@ -122,3 +122,9 @@ def test_the_roles_filter_reads_blank_lines_as_imex_config_does(monkeypatch):
     branch = FilterModule().filters()["imex_driver_branch"]
     assert branch("\n" * 30_000 + "575.51.03\n", from_nvidia_smi=True) == "575"
     assert counting.calls == 30_001 and counting.characters == len("575.51.03")
+
+
+def test_an_operators_multi_line_pattern_that_runs_across_lines_is_refused():
+    with pytest.raises(TopologyError, match=r"^params\.x: .*under \(\?m\) a repetition that can match a line break"):
+        patterns.compile_pattern(r"(?m)^\s*x", "params.x")
+    assert patterns.compile_pattern(r"(?m)^[ \t]*x", "params.x").pattern == r"(?m)^[ \t]*x"

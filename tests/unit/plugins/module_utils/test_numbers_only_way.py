@@ -38,7 +38,7 @@ ALLOWED = {
     ("plugins/module_utils/_engines/metrics.py", "float(sample.group(3))"):
         "the module's own metrics file, matched by _NUMBER (ASCII digits); inf and NaN are refused next",
     ("plugins/module_utils/_engines/metrics.py", "int(given)"): "a typed module option or a checked count",
-    ("plugins/module_utils/_engines/metrics.py", "int(mismatches)"): "a checked count",
+    ("plugins/module_utils/_engines/metrics.py", "int(reported)"): "a checked count",
     ("plugins/module_utils/_engines/metrics.py", "int(before.get('consecutive_failures', 0))"):
         "a value of the module's own file, already refused when NaN or beyond 2**53",
     ("plugins/module_utils/_engines/slurm.py", "int(math.log2(len(blocks)))"): "arithmetic on a count",
