@@ -25,7 +25,7 @@ def rail_fabric(units=2, nodes=4, rails=2, cables=None):
             for r in range(rails):
                 hcas[_guid(0x94, s, n, r)] = (f"{host} mlx5_{r}", cables.get((host, r), (s, r)))
     on_leaf = {key: [] for key in leaves}
-    for guid, (_, key) in hcas.items():
+    for guid, (_description, key) in hcas.items():
         on_leaf[key].append(guid)
     out = ["#", "# Topology file: generated for the cabling tests", "#", ""]
     out += ["vendid=0x2c9", "devid=0xd2f0", f"sysimgguid=0x{spine}", f"switchguid=0x{spine}({spine})",

@@ -31,10 +31,13 @@ options:
     required: true
 extends_documentation_fragment:
   - ansible.builtin.files
+  - aifactory.topology.attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
+    support: full
+  idempotent:
     support: full
 """
 

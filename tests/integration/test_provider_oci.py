@@ -10,9 +10,6 @@ ComputeHostCollection ``{items}`` with the ``opc-next-page`` header), then
 
 from __future__ import annotations
 
-import json
-import time
-
 import jwt
 
 import pytest
@@ -23,11 +20,9 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 from tests.integration.fake_apis import discover, json_reply, placement, text_reply, topology_info_run
 from tests.integration.fake_oci import AD1, AD2, CREDS, FINGERPRINT, KEY, PASSPHRASE, PEM, TENANCY, USER
 from tests.integration.fake_oci import ODD_PASSPHRASE
-from tests.integration.fake_oci import InstanceMetadataAndAuth, PublicKeyHolder, body_signature_problem
+from tests.integration.fake_oci import InstanceMetadataAndAuth, PublicKeyHolder
 from tests.integration.fake_oci import SESSION_KEY
 from tests.integration.fake_oci import SESSION_TOKEN
-from tests.integration.fake_oci import _signature_fields
-from tests.integration.fake_oci import _signature_mismatch
 from tests.integration.fake_oci import config_file
 from tests.integration.fake_oci import make_route
 from tests.integration.fake_oci import params

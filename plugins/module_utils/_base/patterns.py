@@ -95,7 +95,7 @@ def _can_match_newline(items, dotall):
         if op == _sre_parse.ANY and dotall:
             return True
         if op == _sre_parse.IN:
-            negated = any(inner_op == _sre_parse.NEGATE for inner_op, _ in arg)
+            negated = any(inner_op == _sre_parse.NEGATE for inner_op, _inner_arg in arg)
             matches = any(
                 (inner_op == _sre_parse.LITERAL and inner_arg == 10)
                 or (inner_op == _sre_parse.RANGE and inner_arg[0] <= 10 <= inner_arg[1])

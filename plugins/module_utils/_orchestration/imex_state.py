@@ -63,4 +63,3 @@ def run(module):
         result = {"changed": made or written["changed"], "domains": domains, "conflicts": conflicts,
                   "state_problem": problem}
     module.exit_json(**result)
-

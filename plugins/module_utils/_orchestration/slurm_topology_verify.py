@@ -56,8 +56,7 @@ class Controller:
         for layout in layouts:
             if layout.kind == "flat":
                 continue  # a flat topology places nothing: scontrol shows nothing to compare
-            args = ["show", "topology"] if layout.name == slurm_verify.CONF_TOPOLOGY else ["show", "topology",
-                                                                                          layout.name]
+            args = ["show", "topology"] + ([] if layout.name == slurm_verify.CONF_TOPOLOGY else [layout.name])
             shown[layout.name] = slurm_verify.read_shown(layout.name, self.scontrol(*args))
         return shown
 

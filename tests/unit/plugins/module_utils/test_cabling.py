@@ -147,7 +147,8 @@ def test_findings_beyond_the_limit_are_counted_not_returned():
     nodes = [{"nodes": "gpu-[20-29]", "switch": "p1-a"}]
     report = cabling.compare(design(nodes=nodes), discovered_storage_fixture(), cabling.CABLING.build(
         {"max_findings": 3}))
-    assert len(report["findings"]) == 3 and report["truncated"] and report["mismatches"] == 10 + 12 + 7 + 7  # nodes missing, unexpected; switches unexpected, missing
+    # nodes missing, unexpected; switches unexpected, missing
+    assert len(report["findings"]) == 3 and report["truncated"] and report["mismatches"] == 10 + 12 + 7 + 7
 
 
 names = st.sampled_from(["a", "b", "c", "d", "e"])

@@ -61,4 +61,3 @@ def test_one_design_source_only(run, tmp_path):
 def test_a_negative_limit_is_refused(run):
     result = run({"expected": DESIGN, "model": DESIGN, "max_findings": -1})
     assert result["failed"] and result["msg"] == "max_findings must be 0 or more, got -1"
-
