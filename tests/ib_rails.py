@@ -1,7 +1,7 @@
 """ibnetdiscover text of a rail-optimised fabric, for the cabling comparison's tests.
 
 Scalable unit ``s`` (1-based) has one leaf per rail, ``SU<s>-R<r>``; HCA ``mlx5_<r>`` of each of its nodes
-``gpu-<s><n>`` is cabled to rail r's leaf, every leaf to one spine. ``cables`` overrides where an HCA goes:
+``gpu-<s><n>`` (or ``host_name(s, n)``) is cabled to rail r's leaf, every leaf to one spine. ``cables`` overrides where an HCA goes:
 ``{("gpu-12", 0): (1, 1)}`` puts gpu-12's mlx5_0 on SU1-R1. The text is what ibnetdiscover prints (records,
 port lines with the peer's description), in the form the collection's own fixtures use.
 """
@@ -13,15 +13,16 @@ def _guid(kind, *numbers):
     return f"{kind:02x}" + "".join(f"{number:02x}" for number in numbers).rjust(14, "0")
 
 
-def rail_fabric(units=2, nodes=4, rails=2, cables=None):
+def rail_fabric(units=2, nodes=4, rails=2, cables=None, host_name=None):
     cables = cables or {}
+    host_name = host_name or (lambda unit, node: f"gpu-{unit}{node}")
     spine = _guid(0x0c, 0xff)
     leaves = {(s, r): _guid(0x0c, s, r) for s in range(1, units + 1) for r in range(rails)}
     leaf_name = {key: f"SU{key[0]}-R{key[1]}" for key in leaves}
     hcas = {}  # hca guid -> (description, leaf key)
     for s in range(1, units + 1):
         for n in range(1, nodes + 1):
-            host = f"gpu-{s}{n}"
+            host = host_name(s, n)
             for r in range(rails):
                 hcas[_guid(0x94, s, n, r)] = (f"{host} mlx5_{r}", cables.get((host, r), (s, r)))
     on_leaf = {key: [] for key in leaves}
