@@ -15,6 +15,8 @@ import hashlib
 import json
 import re
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import config_text
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
 from ansible_collections.aifactory.topology.plugins.module_utils._base.fact_cache import read_state
 from ansible_collections.aifactory.topology.plugins.module_utils._base.hostlist import natural_key
 
@@ -223,12 +225,18 @@ def render_config(settings, domain, nodes_config_path) -> str:
     """
     lines = [CONFIG_HEADER.format(domain=domain, nodes_config_path=nodes_config_path)]
     for key, value in settings.items():
+        problem = config_text.key_problem(key)
+        if problem is not None:
+            raise ValueError(f"config key {clip(key)}: {problem}")
         if value is None:
             continue
         if isinstance(value, bool):
             value = int(value)
         elif not _scalar(value) or _multi_line(value):
             raise ValueError(f"config.{key}: the value must be one line of text, a number, a boolean or null")
+        problem = config_text.value_problem(value)
+        if problem is not None:
+            raise ValueError(f"config.{key}: {problem}")
         lines.append(f"{key}={value}\n")
     return "".join(lines)
 
@@ -251,6 +259,13 @@ def setting_problems(config, extra_keys, documented_keys, mode, driver_branch, n
         if bad:
             problems.append(f"imex_config: the value of {', '.join(bad)} must be one line of text, a number, a boolean "
                             "(written 1 or 0) or null (key left out).")
+        for key, value in config.items():
+            if key not in bad and config_text.value_problem(value) is not None:
+                problems.append(f"imex_config: the value of {clip(key)}: {config_text.value_problem(value)}")
+        for option, keys in (("imex_config", config), ("imex_config_extra_keys", extra_keys)):
+            for key in keys:
+                if config_text.key_problem(key) is not None:
+                    problems.append(f"{option}: key {clip(key)}: {config_text.key_problem(key)}")
     if not re.fullmatch(r"[0-9]*", str(driver_branch)):
         problems.append(f"imex_driver_branch must be the driver's major version such as 570, or empty to detect it; "
                         f"got {driver_branch}")
