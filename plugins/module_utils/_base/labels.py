@@ -208,6 +208,13 @@ class LabelKeys(ManagedKeys):
         duplicates = sorted({key for key in used if used.count(key) > 1})
         if duplicates:
             raise TopologyError(f"label keys must be unique; used more than once: {', '.join(duplicates)}")
+        # The location keys are managed whether written or not: a tier or domain key among them would be
+        # overwritten with a chassis or slot (or removed when location_labels is off).
+        for option, key in [*((f"fabric_labels[{index}]", key) for index, key in enumerate(self.fabric_labels or [])),
+                            ("accelerator_label", self.accelerator_label)]:
+            if key in _LOCATION_KEYS:
+                raise TopologyError(f"{option} is {key}, a key of location_labels (where the hardware says a tray "
+                                    "is); give the tier or domain a key of its own")
         self._configured = frozenset(used)
 
     def fabric_key(self, tier):

@@ -1,12 +1,16 @@
-"""The one rule for keys and values written into KEY=value config files (_base/config_text), where IMEX uses it."""
+"""Keys written verbatim: the one rule for KEY=value config files (_base/config_text), and label keys across key sets."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import config_text
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import LabelKeys
 from ansible_collections.aifactory.topology.plugins.module_utils._engines import imex
 
 DOCUMENTED = ["LOG_LEVEL", "SERVER_PORT"]
@@ -49,3 +53,13 @@ def test_whatever_passes_the_rule_renders_as_exactly_one_line(key, value):
         body = imex.render_config({key: value}, "d", "/n").split("\n")
         written = [line for line in body if line.startswith(f"{key}=")]
         assert len(written) == (0 if value is None else 1)
+
+
+
+@pytest.mark.parametrize("args, option", [
+    ({"fabric_labels": ["topology.aifactory.dev/chassis"]}, "fabric_labels[0]"),
+    ({"fabric_labels": ["a.example/t0"], "accelerator_label": "topology.aifactory.dev/slot"}, "accelerator_label"),
+])
+def test_a_tier_or_domain_label_key_that_is_a_location_label_key_is_refused_naming_both(args, option):
+    with pytest.raises(TopologyError, match="^" + re.escape(option) + " is .*a key of location_labels"):
+        LabelKeys(**args)
