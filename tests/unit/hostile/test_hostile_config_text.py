@@ -55,7 +55,6 @@ def test_whatever_passes_the_rule_renders_as_exactly_one_line(key, value):
         assert len(written) == (0 if value is None else 1)
 
 
-
 @pytest.mark.parametrize("args, option", [
     ({"fabric_labels": ["topology.aifactory.dev/chassis"]}, "fabric_labels[0]"),
     ({"fabric_labels": ["a.example/t0"], "accelerator_label": "topology.aifactory.dev/slot"}, "accelerator_label"),
