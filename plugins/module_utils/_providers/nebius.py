@@ -38,9 +38,6 @@ from ansible_collections.aifactory.topology.plugins.module_utils._base.errors im
 )
 from ansible_collections.aifactory.topology.plugins.module_utils._providers import _cloud, _specs
 
-# An hour: a longer pushback is no answer this run waits for (our backoff applies instead).
-MAX_PUSHBACK_MS = 3_600_000
-
 NAME = "nebius"
 METHOD = "/nebius.compute.v1.InstanceService/List"
 DEFAULT_ENDPOINT = _specs.NEBIUS_ENDPOINT
@@ -256,7 +253,8 @@ def _pushback(request):
     try:
         for key, value in request.trailing_metadata_sync() or ():
             if key == "grpc-retry-pushback-ms":
-                milliseconds = whole_number_or_none(value, high=MAX_PUSHBACK_MS)
+                # Read whole, however long: call_with_retries caps the wait (retry_after_max), as for Retry-After.
+                milliseconds = whole_number_or_none(value)
                 return None if milliseconds is None else milliseconds / 1000.0
     except Exception:  # pylint: disable=broad-exception-caught  # no trailers: our backoff applies
         pass

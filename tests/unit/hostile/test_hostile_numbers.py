@@ -67,6 +67,8 @@ def test_a_hostile_grpc_pushback_leaves_our_backoff(value):
 
 def test_a_grpc_pushback_in_digits_is_read():
     assert nebius._pushback(_Pushback("1500")) == 1.5  # pylint: disable=protected-access
+    # A day is read as a day: the caller caps the wait at retry_after_max, as it does Retry-After.
+    assert nebius._pushback(_Pushback("86400000")) == 86400.0  # pylint: disable=protected-access
 
 
 def test_five_thousand_digits_in_a_name_neither_sort_nor_compress_into_a_value_error():
