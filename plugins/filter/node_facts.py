@@ -6,6 +6,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aifactory.topology.plugins.module_utils._base import fact_cache
+from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
+from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import number_value, whole_number
 
 
 def _names(value, name):
@@ -16,22 +18,30 @@ def _names(value, name):
     return [item for item in value if item]
 
 
+def _number(value, name, kind, integer=False, high=2 ** 63 - 1):
+    """An operator's variable as a number: a number, or its text (``-e`` gives text: ``3600``, ``0.2``);
+    booleans (``true`` is no count of seconds), NaN, signs and exponents are refused naming the variable."""
+    given = value
+    try:
+        if isinstance(value, str):
+            whole, point, fraction = value.strip().partition(".")
+            if integer or not point:
+                return whole_number(whole if not point else value, name, high=high)
+            # A decimal fraction read without float(): the digits on each side of the one point.
+            value = whole_number(whole or "0", name) + whole_number(fraction, name) / 10 ** len(fraction)
+        return number_value(value, name, high=high, integer=integer)
+    except TopologyError:
+        raise AnsibleFilterError(f"node_facts_select: {name} must be {kind}, got {given!r}") from None
+
+
 def node_facts_select(state, hosts, gather, max_age, refresh=None, max_age_jitter=0):
     """The text of the cache file ('' when there is none) -> the nodes to visit (see ``fact_cache.select``);
     ``max_age_jitter``, a fraction from 0 to below 1, spreads the hosts' ages below ``max_age``."""
-    try:
-        max_age = int(max_age)
-    except (TypeError, ValueError):
-        raise AnsibleFilterError(f"node_facts_select: max_age must be a number of seconds, got {max_age!r}") from None
-    if max_age < 0:
-        raise AnsibleFilterError(f"node_facts_select: max_age must be >= 0, got {max_age}")
-    try:
-        jitter = float(max_age_jitter)
-    except (TypeError, ValueError):
-        jitter = None
-    if isinstance(max_age_jitter, bool) or jitter is None or not 0 <= jitter < 1:
-        raise AnsibleFilterError("node_facts_select: max_age_jitter must be a fraction from 0 to below 1 (0.2: ages "
-                                 f"from 0.8 to 1.0 times max_age), got {max_age_jitter!r}")
+    max_age = _number(max_age, "max_age", "a whole number of seconds", integer=True)
+    jitter = _number(max_age_jitter, "max_age_jitter", "a fraction from 0 to below 1 (0.2: ages from 0.8 to 1.0 "
+                     "times max_age)", high=1)
+    if jitter >= 1:
+        raise AnsibleFilterError(f"node_facts_select: max_age_jitter must be a fraction from 0 to below 1, got {jitter}")
     nodes, problem = fact_cache.read_cache(state)
     selection = fact_cache.select(nodes, _names(hosts, "hosts"), _names(gather, "gather"), max_age,
                                   _names(refresh or [], "refresh"), jitter=jitter)

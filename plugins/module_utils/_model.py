@@ -181,31 +181,26 @@ class Topology:
 
     def place_claims(self):
         """Trays that claim one place (domain, chassis serial number, slot, tray index) another tray also
-        claims: ``{(domain, serial, slot, tray): [nodes]}``, only places with two claimants or more."""
+        claims: ``{(domain, serial, slot, tray): [nodes]}``, only places with two claimants or more. The
+        trays are grouped as ``racks()`` groups them, so no rack view ever holds one place twice."""
         claims = {}
-        for node, place in self.locations.items():
-            if not place.get("chassis_serial_number") or "tray_index" not in place:
-                continue
-            domain = self.nodes[node].domain if node in self.nodes else place.get("domain")
-            key = (domain, place["chassis_serial_number"], place.get("slot_number"), place["tray_index"])
-            claims.setdefault(key, []).append(node)
+        for (domain, serial), trays in self._rack_groups().items():
+            for tray in trays:
+                if "tray_index" in tray:
+                    key = (domain, serial, tray.get("slot_number"), tray["tray_index"])
+                    claims.setdefault(key, []).append(tray["node"])
         return {key: nodes for key, nodes in claims.items() if len(nodes) > 1}
 
-    def racks(self):
-        """Every rack the hardware names: one per (NVLink domain, chassis serial number), since several
-        mini-racks may share one serial, never the serial alone; its trays in physical order.
-
-        Each rack: ``{domain, chassis_serial_number, trays: [{node, slot_number, tray_index, host_id,
-        state}], expected_trays, missing_trays}``; ``state`` is ``ok`` or the quarantine kind. A
-        quarantined tray that reported no domain joins the one rack of its chassis, if there is one.
-        """
+    def _rack_groups(self):
+        """``{(domain, serial): [tray]}`` for every located tray, refused places included (so refusing a
+        claim never moves another tray to another rack); a quarantined tray that reported no domain joins
+        the one rack of its chassis, if there is one."""
         states = {record.node: ("unhealthy" if record.unhealthy else "invalid")
                   for record in self.quarantined.values() if record.node is not None}
-        refused = self.refused_places
         groups, unplaced = {}, []
         for node, place in self.locations.items():
             serial = place.get("chassis_serial_number")
-            if not serial or (node not in self.nodes and node not in states) or node in refused:
+            if not serial or (node not in self.nodes and node not in states):
                 continue
             domain = self.nodes[node].domain if node in self.nodes else place.get("domain")
             tray = {"node": node, **{key: place[key] for key in ("slot_number", "tray_index", "host_id")
@@ -217,6 +212,20 @@ class Topology:
         for serial, tray in unplaced:
             keys = [key for key in groups if key[1] == serial]
             groups.setdefault(keys[0] if len(keys) == 1 else (None, serial), []).append(tray)
+        return groups
+
+    def racks(self):
+        """Every rack the hardware names: one per (NVLink domain, chassis serial number), since several
+        mini-racks may share one serial, never the serial alone; its trays in physical order.
+
+        Each rack: ``{domain, chassis_serial_number, trays: [{node, slot_number, tray_index, host_id,
+        state}], expected_trays, missing_trays}``; ``state`` is ``ok`` or the quarantine kind. A
+        quarantined tray that reported no domain joins the one rack of its chassis, if there is one.
+        """
+        refused = self.refused_places
+        groups = {key: [tray for tray in trays if tray["node"] not in refused]
+                  for key, trays in self._rack_groups().items()}
+        groups = {key: trays for key, trays in groups.items() if trays}
         racks = []
         for (domain, serial), trays in sorted(groups.items(), key=lambda item: (
                 hostlist.natural_key(item[0][1]), hostlist.natural_key(item[0][0] or ""))):

@@ -17,10 +17,10 @@ role's validation did. Anything else is an error that names the variable.
 
 from __future__ import annotations
 
-import json
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base import yaml as _yaml
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import clip
 
@@ -37,7 +37,7 @@ def _from_text(name, value, kind):
     opener = "[" if kind == "list" else "{"
     if text.startswith(opener):
         try:
-            parsed = json.loads(text)
+            parsed = json_text.loads(text)
         except ValueError:
             try:  # YAML flow, as people type it ([gpu, debug]); PyYAML reads JSON's surrogate pairs wrongly
                 parsed = _yaml.safe_load(text)

@@ -13,28 +13,38 @@ functions: no disk, no Ansible.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import TopologyError
 from ansible_collections.aifactory.topology.plugins.module_utils._base.numbers import number_value
 
 CACHE_FORMAT = 1
 
 
+# Bounds of a controller state file: far above a 10,000-node cache (about 5 KB a node) and far deeper than
+# what the collection writes (five levels), so only a damaged or planted file meets them.
+MAX_STATE_BYTES = 256 * 1024 * 1024
+MAX_STATE_DEPTH = 64
+
+
 def read_state(text, state_format, key, what) -> tuple[dict, str | None]:
     """The mapping under ``key`` of a state file's text (JSON ``{"format": state_format, key: {...}}``), and
     why the text was not usable (None when it was); ``what`` names the file in that reason.
 
-    No file (None or empty text) is an empty state; a file that is not this format's JSON is an empty
-    state with the reason, so the run does everything again (and writes a good file afterwards). The
-    controller's state files share it: this cache and the IMEX applied state (``_engines/imex``)."""
+    No file (None or empty text) is an empty state; a file that is not this format's JSON, is larger than
+    ``MAX_STATE_BYTES`` or nests deeper than ``MAX_STATE_DEPTH`` is an empty state with the reason, so the
+    run does everything again (and writes a good file afterwards). This is the one reader of the
+    controller's state files: this cache and the IMEX applied state (``_engines/imex``); what each entry
+    holds is checked by its caller, entry by entry, so one damaged entry costs that node a visit only."""
     if not text:
         return {}, None
+    if not isinstance(text, str):
+        return {}, f"not text but {type(text).__name__} ({what})"
     try:
-        state = json.loads(text)
-    except ValueError as exc:
-        return {}, f"not JSON ({exc})"
+        state = json_text.loads(text, MAX_STATE_BYTES, MAX_STATE_DEPTH)
+    except json_text.JSONLimitError as exc:
+        return {}, f"{exc} ({what})"
     if not isinstance(state, dict) or state.get("format") != state_format or not isinstance(state.get(key), dict):
         return {}, f"not format {state_format} of {what}"
     return state[key], None
@@ -46,6 +56,16 @@ def read_cache(text) -> tuple[dict, str | None]:
     nodes, problem = read_state(text, CACHE_FORMAT, "nodes", "the node facts cache")
     return {str(host): entry for host, entry in nodes.items()
             if isinstance(entry, dict) and isinstance(entry.get("facts"), dict)}, problem
+
+
+def _gather_list(entry):
+    """The entry's ``gather`` list, or None when it is not a list of names (a damaged entry: gathered again)."""
+    gather = entry.get("gather")
+    if gather is None:
+        return []
+    if isinstance(gather, list) and all(isinstance(item, str) for item in gather):
+        return gather
+    return None
 
 
 def entry_age(host, gathered_at, max_age, jitter) -> float:
@@ -64,7 +84,8 @@ def _age_reason(host, entry, gather, now, max_age, jitter):
         return "missing"
     if entry.get("stale"):
         return "stale"
-    if sorted(entry.get("gather") or []) != sorted(gather):
+    had = _gather_list(entry)
+    if had is None or sorted(had) != sorted(gather):
         return "gather changed"
     try:  # a stamp that is no finite number, or lies in the future (a clock stepped back), is aged
         gathered_at = number_value(entry.get("gathered_at"), "gathered_at", high=now)

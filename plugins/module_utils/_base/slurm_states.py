@@ -27,8 +27,8 @@ holds the table of every word, generated from this module by tools/slurm_state_d
 from __future__ import annotations
 
 import collections
-import json
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base import hostlist
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     RemoteAPIError,
@@ -178,10 +178,8 @@ def read_nodes(output, where=SCONTROL, bad=None):
     """
     if isinstance(output, (str, bytes, bytearray)):
         try:
-            output = json.loads(output)
-        except RecursionError:
-            raise RemoteAPIError(f"{where} did not print valid JSON: nested too deeply") from None
-        except ValueError as exc:
+            output = json_text.loads(output)
+        except json_text.JSONLimitError as exc:
             raise RemoteAPIError(f"{where} did not print valid JSON: {str(exc)[:120]}") from None
     if not isinstance(output, dict) or not isinstance(output.get("nodes"), list):
         raise RemoteAPIError(f"{where}: no 'nodes' list in the output")

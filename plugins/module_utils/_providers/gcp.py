@@ -27,10 +27,10 @@ a fixed token (creds, the environment, the metadata server) is sent as a header.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from urllib.parse import quote
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget, call_within
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
@@ -214,7 +214,7 @@ def _register_known_secrets(document):
 def _json_strings(text):
     """The string values of a JSON subject token file (format type json), if it is one."""
     try:
-        document = json.loads(text)
+        document = json_text.loads(text, max_depth=8)
     except ValueError:
         return []
     return [value for value in document.values() if isinstance(value, str)] if isinstance(document, dict) else []
@@ -222,7 +222,7 @@ def _json_strings(text):
 
 def _parse(text, source):
     try:
-        document = json.loads(text)
+        document = json_text.loads(text, max_depth=8)
     except ValueError:
         # Never the parser's message: it quotes the text around the error (part of a key).
         raise TopologyError(f"{source} is not JSON (the content is not shown)") from None
@@ -325,7 +325,7 @@ def _transport(params):
 def _register_tokens(data):
     """The credentials in a token endpoint's JSON answer are secrets of the run from the moment they arrive."""
     try:
-        document = json.loads(data)
+        document = json_text.loads(data)
     except (ValueError, TypeError):
         return
     if isinstance(document, dict):

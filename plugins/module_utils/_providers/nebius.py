@@ -23,8 +23,8 @@ for a plaintext test server), ``ca_bundle``.
 
 from __future__ import annotations
 
-import json
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base import input_file as _input_file
 from ansible_collections.aifactory.topology.plugins.module_utils._base import secrets as _secrets
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import attempt_budget
@@ -115,7 +115,7 @@ def _credentials_file(path):
 
     text = _read(path, "nebius creds.credentials_file")
     try:
-        subject = json.loads(text)["subject-credentials"]
+        subject = json_text.loads(text, max_depth=8)["subject-credentials"]
         fields = {key: subject[key] for key in ("alg", "private-key", "kid", "iss", "sub")}
     except (ValueError, KeyError, TypeError):
         raise TopologyError("nebius creds.credentials_file is not a service-account credentials file "

@@ -15,6 +15,7 @@ import json
 import time
 from urllib.parse import urljoin, urlsplit
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base.deadline import (
     attempt_budget,
     call_within,
@@ -93,9 +94,11 @@ class Response:
     def json(self):
         """The decoded JSON body; ValueError for anything else (not JSON, too deeply nested)."""
         try:
-            return json.loads(self.content)
-        except RecursionError:
-            raise ValueError("the JSON body is nested too deeply") from None
+            return json_text.loads(self.content)
+        except json_text.JSONLimitError as exc:
+            if exc.kind == "depth":
+                raise ValueError("the JSON body is nested too deeply") from None
+            raise
 
 
 class HttpClient:

@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import http.client
 import importlib.util
-import json
 import os
 import ssl
 import threading
@@ -24,6 +23,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from urllib.parse import quote
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base.labels import check_label_key, is_valid_label_value
 from ansible_collections.aifactory.topology.plugins.module_utils._base.errors import (
     RemoteAPIError,
@@ -190,8 +190,8 @@ def _load_kubeconfig(config, auth):
 def status_message(data):
     """(the decoded Status body or {}, its message): of an error response, whatever its body is."""
     try:
-        body = json.loads(data or b"{}")
-    except (ValueError, RecursionError):
+        body = json_text.loads(data or b"{}")
+    except ValueError:
         # Scrubbed before it is clipped: a token cut in two by the clip could not be recognised afterwards.
         return {}, _secrets.excerpt((data or b"")[:64 * 1024].decode("utf-8", "replace"))
     if not isinstance(body, dict):
@@ -282,8 +282,8 @@ class K8sClient:
             raise K8sError(f"{what}: HTTP {response.status} {response.reason}: {message}".rstrip(": "),
                            response.status, body_json)
         try:
-            return json.loads(data) if data else {}
-        except (ValueError, RecursionError):
+            return json_text.loads(data) if data else {}
+        except ValueError:
             raise K8sError(f"{what}: the API server's response is not JSON (or nested too deeply)") from None
 
     def pages(self, path, label_selector=None, field_selector=None, max_pages=MAX_PAGES, metadata_only=False):

@@ -193,6 +193,23 @@ def test_a_name_whose_rack_group_matches_empty_gets_its_own_message():
     assert not any("says rack ," in warning for warning in warnings)
 
 
+def test_a_quarantined_tray_without_a_domain_that_claims_a_taken_place_is_a_duplicate_claim():
+    """Found by the fuzz test below: a quarantined tray that reported no NVLink domain joins its chassis's
+    one rack, so a claim on a place that rack's tray holds is two claims on one place, not a second tray."""
+    topology = Topology()
+    topology.rack_trays = 18
+    topology.add_node("gb-a0", domain=f"{UUID}.1")
+    topology.locate("gb-a0", {"chassis_serial_number": CHASSIS, "tray_index": 0}, f"{UUID}.1")
+    topology.add_node("gb-b1")
+    topology.locate("gb-b1", {"chassis_serial_number": CHASSIS, "tray_index": 0})
+    topology.quarantine("gb-b1", "fuzz", "its state", unhealthy=True)
+    warnings = []
+    assert _nvidia_smi.refuse_false_places(topology, warnings.append) == {(f"{UUID}.1", CHASSIS)}
+    assert warnings == [f"2 trays claim one place, chassis {CHASSIS} tray 0 of NVLink domain {UUID}.1: gb-a0, gb-b1; "
+                        "gb-a0, gb-b1 counted in no rack"]
+    assert topology.racks() == []
+
+
 # -- fuzz: generated claims end in a result or a clear error -----------------------------------------
 
 CLAIM = st.fixed_dictionaries({

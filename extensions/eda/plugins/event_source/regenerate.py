@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
-import json
 import logging
 import os
 import re
@@ -57,6 +56,7 @@ except ImportError:  # run by ansible-rulebook from <path>/ansible_collections/a
 
 from aiohttp import web
 
+from ansible_collections.aifactory.topology.plugins.module_utils._base import json_text
 from ansible_collections.aifactory.topology.plugins.module_utils._base.arguments import ArgumentSpec
 
 SOURCE = "aifactory.topology.regenerate"
@@ -156,32 +156,6 @@ def authorized(request, token):
     return scheme.lower() == "bearer" and hmac.compare_digest(given, token.encode())
 
 
-def nested_deeper_than(raw, limit):
-    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit`` (brackets in strings do not count).
-
-    Checked before json.loads, whose recursion a deep body would exhaust (RecursionError, or worse
-    on a thread with a small stack).
-    """
-    depth, in_string, escaped = 0, False, False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > limit:
-                return True
-        elif byte in (0x5D, 0x7D):  # ] }
-            depth -= 1
-    return False
-
-
 METRIC_PREFIX = "aifactory_topology_regenerate_"
 
 
@@ -249,11 +223,11 @@ def application(debouncer, token, stats=None):
             except asyncio.IncompleteReadError:
                 return refuse(400, "the body is shorter than its Content-Length", "a body cut short")
             if raw.strip():
-                if nested_deeper_than(raw, MAX_DEPTH):
-                    return refuse(400, f"the body nests deeper than {MAX_DEPTH}", "a body nested too deeply")
                 try:
-                    body = json.loads(raw)
-                except (ValueError, RecursionError):
+                    body = json_text.loads(raw, MAX_BODY, MAX_DEPTH)
+                except json_text.JSONLimitError as exc:
+                    if exc.kind == "depth":
+                        return refuse(400, f"the body nests deeper than {MAX_DEPTH}", "a body nested too deeply")
                     return refuse(400, "the body must be JSON", "a body that is not JSON")
                 if not isinstance(body, dict) or not isinstance(body.get("reason", ""), str):
                     return refuse(400, "the body must be an object with a string 'reason'",

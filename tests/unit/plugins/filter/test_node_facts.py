@@ -7,6 +7,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aifactory.topology.plugins.filter.node_facts import FilterModule
 from ansible_collections.aifactory.topology.plugins.module_utils._base import fact_cache
+from ansible_collections.aifactory.topology.plugins.module_utils._engines import imex
 
 FILTERS = FilterModule().filters()
 GATHER = ("nvlink", "network")
@@ -127,11 +128,11 @@ def test_an_unusable_cache_visits_every_node(text, problem):
 
 
 def test_filters_refuse_bad_arguments():
-    with pytest.raises(AnsibleFilterError, match="max_age must be a number of seconds, got 'a day'"):
-        FILTERS["node_facts_select"]("", ["a"], list(GATHER), "a day")
-    with pytest.raises(AnsibleFilterError, match="max_age must be >= 0, got -1"):
-        FILTERS["node_facts_select"]("", ["a"], list(GATHER), -1)
-    for jitter in (1, -0.1, "some", True, None):
+    for max_age in ("a day", -1, True, "1e3", float("nan"), 1.5, "-5", None):
+        with pytest.raises(AnsibleFilterError, match="max_age must be a whole number of seconds, got "):
+            FILTERS["node_facts_select"]("", ["a"], list(GATHER), max_age)
+    assert FILTERS["node_facts_select"]("", ["a"], list(GATHER), " 60 ", [], "0.25")["visit"] == ["a"]
+    for jitter in (1, -0.1, "some", True, None, "1.0", "0.", "nan", "0.2.1", float("inf")):
         with pytest.raises(AnsibleFilterError, match="max_age_jitter must be a fraction from 0 to below 1"):
             FILTERS["node_facts_select"]("", ["a"], list(GATHER), 1, [], jitter)
     with pytest.raises(AnsibleFilterError, match="refresh must be a list of host names"):
@@ -141,3 +142,42 @@ def test_filters_refuse_bad_arguments():
     selection = FILTERS["node_facts_select"](cache(a=entry(1, 0)), ["a"], list(GATHER), 1)
     with pytest.raises(AnsibleFilterError, match="gathered must be a mapping"):
         FILTERS["node_facts_merge"](selection, [])
+
+
+def deep(levels):
+    """A state file of both kinds (the cache's ``nodes``, the IMEX state's ``domains``) nested ``levels`` deep."""
+    nested = "[" * levels + "]" * levels
+    return '{"format": 1, "nodes": {"a": ' + nested + '}, "domains": {"d": ' + nested + "}}"
+
+
+@pytest.mark.parametrize("text, problem", [
+    (deep(100_000), "nested deeper than 64 levels"),  # json raises RecursionError: read as an empty state
+    (deep(500), "nested deeper than 64 levels"),  # parsed, then refused before anything walks it
+    (b'{"format": 1}', "not text but bytes"),
+    ('{"format": 1, "nodes": {}, "domains": {}}' + " " * 1_000_000, "larger than 1000000 characters"),
+])
+def test_a_damaged_state_file_is_an_empty_state_with_a_reason(text, problem, monkeypatch):
+    monkeypatch.setattr(fact_cache, "MAX_STATE_BYTES", 1_000_000)  # the bound itself, without 256 MiB of text
+    for read in (fact_cache.read_cache, imex.read_applied):
+        state, reason = read(text)
+        assert state == {} and problem in reason
+
+
+def test_an_entry_of_the_wrong_shape_costs_its_node_a_visit_only():
+    now = 10_000
+    good = {"gathered_at": now - 1, "gather": sorted(GATHER), "facts": {}}
+    nodes = {"ok": good,
+             "gather_number": {**good, "gather": 5},  # sorted(5) raised TypeError for the whole run
+             "gather_mixed": {**good, "gather": ["network", 1]},
+             "future": {**good, "gathered_at": now + 86400},  # a clock stepped back: never refreshed before
+             "nan": {**good, "gathered_at": float("nan")},
+             "infinite": {**good, "gathered_at": float("inf")},
+             "boolean": {**good, "gathered_at": True},
+             "text": {**good, "gathered_at": "9999"}}
+    text = json.dumps({"format": 1, "nodes": nodes})  # json writes NaN and Infinity, and reads them back
+    cached, problem = fact_cache.read_cache(text)
+    assert problem is None
+    selection = fact_cache.select(cached, list(nodes), list(GATHER), 3600, now=now)
+    assert selection["reasons"] == {"gather_number": "gather changed", "gather_mixed": "gather changed",
+                                    "future": "aged", "nan": "aged", "infinite": "aged", "boolean": "aged",
+                                    "text": "aged"}

@@ -17,8 +17,6 @@ from tests.collection_sources import python_sources
 
 # (file, the call as ast.unparse writes it) -> why it reads no untrusted text.
 ALLOWED = {
-    ("plugins/filter/node_facts.py", "int(max_age)"): "an operator's variable, checked as a number by the filter",
-    ("plugins/filter/node_facts.py", "float(max_age_jitter)"): "an operator's variable, checked by the filter",
     ("plugins/module_utils/_base/fact_cache.py", "float(now)"): "the caller's clock (time.time() or a test's)",
     ("plugins/module_utils/_base/hostlist.py", "int(digits)"):
         "ASCII digits (re.ASCII) of at most MAX_RANGE_DIGITS: longer names stay literals",
